@@ -1,0 +1,70 @@
+"""Rendering the recall block from the packaged Jinja template.
+
+Autoescape is off because the output is markdown for a language model, not HTML for a browser:
+HTML-escaping would corrupt quotes and angle brackets in evidence without protecting anything.
+What keeps the block safe is structure, enforced by the filters here rather than by escaping:
+
+* every line of an evidence text is indented four spaces after all of Python's line breaks
+  (`str.splitlines`: `\\r\\n`, `\\r`, `\\v`, `\\f`, `\\x1c`-`\\x1e`, `\\x85`, U+2028, U+2029) are
+  normalised, so no evidence line can start at column 0 and pose as a heading, a boundary line
+  or a new bullet; it stays inside its own bullet whatever markdown it contains;
+* scope names are folded onto one line and wrapped in a code span whose backtick fence is longer
+  than any backtick run inside, so a hostile name cannot close the span or start a new line;
+* scope descriptions are folded onto one line, so they stay on their bullet;
+* resource URIs are built only from validated UUIDs (see `Candidate.resource_uri`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+if TYPE_CHECKING:
+    from aizk_integrations.result import RecallResult
+
+INDENT = "    "
+_BACKTICK_RUN = re.compile(r"`+")
+
+
+def indent_lines(text: str) -> str:
+    """Indent every line of `text` four spaces, whatever line break it used."""
+    return "\n".join(INDENT + line if line else "" for line in text.splitlines())
+
+
+def one_line(text: str) -> str:
+    """Fold every line break into a space, so the text cannot leave the line it is on."""
+    return " ".join(text.splitlines())
+
+
+def code_span(text: str) -> str:
+    """An inline code span holding `text` verbatim on one line, whatever it contains."""
+    text = one_line(text)
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    if text.startswith("`") or text.endswith("`") or (text[:1] == " " and text[-1:] == " "):
+        text = f" {text} "
+    return f"{fence}{text}{fence}"
+
+
+_environment = Environment(
+    loader=PackageLoader("aizk_integrations", "templates"),
+    autoescape=False,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    undefined=StrictUndefined,
+    keep_trailing_newline=False,
+)
+_environment.filters["indent_lines"] = indent_lines
+_environment.filters["one_line"] = one_line
+_environment.filters["code_span"] = code_span
+_template = _environment.get_template("recall.md.j2")
+
+
+def render_recall(result: RecallResult) -> str:
+    """The markdown block for a result; nothing at all when there is no evidence."""
+    if not result.evidence:
+        return ""
+    block = _template.render(evidence=result.evidence, shared_scopes=result.shared_scopes)
+    return block.removesuffix("\n")

@@ -1,0 +1,117 @@
+"""The public result: the only thing about a recall that crosses to a caller."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
+
+from aizk_integrations.candidate import Candidate, Lane
+from aizk_integrations.rendering import render_recall
+from aizk_integrations.scopes import PRIVATE, Scope, ScopeDirectory, scope_order
+
+
+class Provenance(StrEnum):
+    """The three public classes the six internal lanes collapse onto."""
+
+    SOURCE = "source"
+    SESSION = "session"
+    DERIVED = "derived"
+
+    @property
+    def label(self) -> str:
+        """The bold label an evidence bullet opens with."""
+        return _LABELS[self]
+
+    @classmethod
+    def of_lane(cls, lane: Lane) -> Provenance:
+        """Where a lane lands in public: lane names themselves never cross."""
+        return _PROVENANCE_OF_LANE[lane]
+
+
+_LABELS = {
+    Provenance.SOURCE: "Source excerpt",
+    Provenance.SESSION: "Recent session memory",
+    Provenance.DERIVED: "Derived memory",
+}
+
+_PROVENANCE_OF_LANE = {
+    Lane.SOURCES: Provenance.SOURCE,
+    Lane.WORKING_MEMORY: Provenance.SESSION,
+    Lane.FACTS: Provenance.DERIVED,
+    Lane.PROFILE: Provenance.DERIVED,
+    Lane.COMMUNITIES: Provenance.DERIVED,
+    Lane.OVERVIEW: Provenance.DERIVED,
+}
+
+
+class Evidence(BaseModel):
+    """One kept row as a caller may see it: no lane, no score, no rank, no framework id."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provenance: Provenance = Field(description="Public class of where the row came from.")
+    text: str = Field(description="The evidence text.")
+    scopes: tuple[Scope, ...] = Field(
+        default=(), description="The reader's scopes the row lives in, private first."
+    )
+    resource_uri: str | None = Field(
+        default=None, description="aizk:// URI of the exact stored revision, when known."
+    )
+
+    @field_serializer("scopes")
+    def _scope_names(self, scopes: tuple[Scope, ...]) -> list[str]:
+        return [scope.name for scope in scopes]
+
+    @classmethod
+    def from_candidate(cls, candidate: Candidate, directory: ScopeDirectory | None) -> Evidence:
+        """Translate an internal row; without a directory there are no scope labels."""
+        scopes = () if directory is None else directory.resolve(candidate.scopes)
+        # Every part was validated when the candidate and the directory were built.
+        return cls.model_construct(
+            provenance=_PROVENANCE_OF_LANE[candidate.lane],
+            text=candidate.line,
+            scopes=scopes,
+            resource_uri=candidate.resource_uri,
+        )
+
+
+class RecallResult(BaseModel):
+    """The kept evidence in merit order, ready to render into a prompt."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    evidence: tuple[Evidence, ...] = Field(default=(), description="Kept evidence, best first.")
+
+    @classmethod
+    def from_candidates(
+        cls, candidates: Iterable[Candidate], directory: ScopeDirectory | None = None
+    ) -> RecallResult:
+        """The boundary between retrieval internals and anything a caller sees."""
+        return cls.model_construct(
+            evidence=tuple(Evidence.from_candidate(c, directory) for c in candidates)
+        )
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented idiom
+    @property
+    def shared_scopes(self) -> tuple[Scope, ...]:
+        """Scopes the evidence came from, minus the reader's private one, by name.
+
+        Private is dropped because the reader already knows their own memory; the header is
+        there to say which organizations' memory is in the prompt.
+        """
+        by_name = {
+            scope.name: scope
+            for item in self.evidence
+            for scope in item.scopes
+            if scope.name != PRIVATE
+        }
+        return tuple(sorted(by_name.values(), key=scope_order))
+
+    def to_markdown(self) -> str:
+        """The block a prompt receives, or `""` when there is nothing to show."""
+        return render_recall(self)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
