@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aizk_integrations.candidate import Candidate
 from aizk_integrations.defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
@@ -56,6 +56,8 @@ class PackOutcome(NamedTuple):
 
 class PackingSettings(BaseModel):
     """Budget, reader and metadata conventions, validated when the adapter is built."""
+
+    model_config = ConfigDict(extra="forbid")
 
     budget: int = Field(
         default=DEFAULT_BUDGET,

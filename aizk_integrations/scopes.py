@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 PRIVATE = "private"
 """The name a reader's own scope always renders as, whatever its id."""
@@ -18,6 +18,14 @@ class Scope(BaseModel):
 
     name: str = Field(min_length=1, description="What the reader calls this scope.")
     description: str = Field(default="", description="One line telling the reader whose it is.")
+
+    @field_validator("name")
+    @classmethod
+    def _visible(cls, name: str) -> str:
+        # A blank name would render as an empty code span, which markdown shows as stray ticks.
+        if not name.strip():
+            raise ValueError("a scope name must contain a visible character")
+        return name
 
 
 def scope_order(scope: Scope) -> tuple[bool, str]:

@@ -1,0 +1,211 @@
+"""The LangChain adapter: retrieved `Document`s in, one evidence block out.
+
+`AizkEvidenceCompressor` is a `BaseDocumentCompressor`, so it drops into
+`ContextualCompressionRetriever` and `DocumentCompressorPipeline`, and `as_runnable()` gives the
+same packer as an LCEL step whose output fills a prompt's `{context}`. The documents are taken
+to be in merit order already (retrieved, perhaps reranked): the packer never reorders, it only
+decides where to stop, so the query is not needed to pack.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from pydantic import ConfigDict, Field
+
+from aizk_integrations.errors import EvidenceError
+from aizk_integrations.packer import PackingSettings, PackOutcome
+from aizk_integrations.result import Evidence
+from aizk_integrations.scopes import ScopeDirectory
+
+try:
+    from langchain_core.callbacks import Callbacks
+    from langchain_core.documents import BaseDocumentCompressor, Document
+    from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+except ImportError as error:
+    raise ImportError(
+        "aizk_integrations.langchain needs LangChain (langchain-core); install it with "
+        f'pip install "aizk-integrations[langchain]" ({error})'
+    ) from error
+
+__all__ = [
+    "BUDGET_CONFIG_KEY",
+    "COUNTS_METADATA_KEY",
+    "DIRECTORY_CONFIG_KEY",
+    "RECALL_METADATA_KEY",
+    "AizkEvidenceCompressor",
+]
+
+logger = logging.getLogger(__name__)
+
+BUDGET_CONFIG_KEY: Final = "aizk_budget"
+"""`configurable` key of `as_runnable()`: this call's token budget (int, 1 to `max_budget`)."""
+
+DIRECTORY_CONFIG_KEY: Final = "aizk_directory"
+"""`configurable` key of `as_runnable()`: this call's reader, a `ScopeDirectory`."""
+
+RECALL_METADATA_KEY: Final = "aizk_recall"
+"""Metadata key of the block `Document` holding the public `RecallResult` JSON."""
+
+COUNTS_METADATA_KEY: Final = "aizk_counts"
+"""Metadata key of the block `Document` holding kept, cut-by-budget, withheld, tokens, budget."""
+
+
+class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
+    """Pack retrieved documents into aizk's evidence block, within a budget and for one reader.
+
+    The settings (budget, reader directory, metadata key names, token counter) are validated
+    here, when the compressor is built, so a misconfigured chain fails at startup rather than on
+    the first request. The model is frozen so that stays true: pydantic's assignment validation
+    would keep a value that breaks a cross-field rule (budget over `max_budget`) even as it
+    raises. Build a new compressor to change a setting, or change budget and reader per call
+    through `as_runnable()`.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+
+    return_documents: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Return the kept, authorized documents (new Documents whose metadata is only "
+            "their public provenance, scope names and resource URI) instead of one block "
+            "Document, for apps that render citations themselves."
+        ),
+    )
+
+    def compress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """Pack `documents` in the order given; `query` and `callbacks` are not needed.
+
+        Returns one `Document` holding the markdown block, or the kept documents when
+        `return_documents` is set, or `[]` when nothing is kept: an empty block would only put
+        an empty scaffold into the prompt. LangChain hands a compressor no config, so this uses
+        the settings it was built with; per-request budget and reader go through `as_runnable()`.
+        """
+        outcome = self._pack(documents, budget=None, directory=None)
+        if not outcome.result.evidence:
+            return []
+        if self.return_documents:
+            return [_kept_document(evidence) for evidence in outcome.result.evidence]
+        return [
+            Document(
+                page_content=outcome.result.to_markdown(),
+                metadata={
+                    RECALL_METADATA_KEY: outcome.result.model_dump(mode="json"),
+                    COUNTS_METADATA_KEY: outcome.counts,
+                },
+            )
+        ]
+
+    async def acompress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """The sync result, computed inline.
+
+        Packing is a few microseconds of CPU per kept item, so handing it to a thread pool (the
+        base class's default) would cost more than the work and gain nothing.
+        """
+        return self.compress_documents(documents, query, callbacks)
+
+    def as_runnable(self) -> Runnable[Sequence[Document], str]:
+        """This packer as an LCEL step from a list of documents to the block string.
+
+        `retriever | packer.as_runnable()` fills a prompt's `{context}` directly; nothing kept
+        gives `""`. A request changes its budget or reader without rebuilding the chain through
+        `config={"configurable": {...}}`:
+
+        * `"aizk_budget"` (`BUDGET_CONFIG_KEY`): an int from 1 to `max_budget`;
+        * `"aizk_directory"` (`DIRECTORY_CONFIG_KEY`): a `ScopeDirectory`, the reader of this call.
+
+        A call can switch readers but never switch authorization off, so the directory key takes
+        a `ScopeDirectory` only; leave it out to use the compressor's own `directory`.
+        """
+
+        def block(documents: Sequence[Document], config: RunnableConfig) -> str:
+            budget, directory = self._call_settings(config)
+            return self._pack(documents, budget=budget, directory=directory).result.to_markdown()
+
+        async def ablock(documents: Sequence[Document], config: RunnableConfig) -> str:
+            return block(documents, config)
+
+        return RunnableLambda(block, afunc=ablock, name=type(self).__name__)
+
+    def _call_settings(self, config: RunnableConfig) -> tuple[int | None, ScopeDirectory | None]:
+        """Read and check this call's `configurable` overrides; absent keys mean "as built"."""
+        configurable: Mapping[str, Any] = config.get("configurable") or {}
+        budget = configurable.get(BUDGET_CONFIG_KEY)
+        if budget is not None:
+            try:
+                budget = self.check_call_budget(budget)
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"configurable {BUDGET_CONFIG_KEY!r}: {error}") from None
+        if DIRECTORY_CONFIG_KEY not in configurable:
+            return budget, None
+        directory = configurable[DIRECTORY_CONFIG_KEY]
+        if not isinstance(directory, ScopeDirectory):
+            raise TypeError(
+                f"configurable {DIRECTORY_CONFIG_KEY!r} must be a ScopeDirectory (a call may "
+                f"switch readers but not switch authorization off), "
+                f"not {type(directory).__name__}"
+            )
+        return budget, directory
+
+    def _pack(
+        self,
+        documents: Sequence[Document],
+        *,
+        budget: int | None,
+        directory: ScopeDirectory | None,
+    ) -> PackOutcome:
+        """Run the shared packer over `documents`, reading them lazily up to the cut."""
+
+        def describe(position: int) -> str:
+            document = documents[position]
+            identifier = getattr(document, "id", None)
+            name = f"documents[{position}]"
+            return f"{name} (id {identifier!r})" if identifier else name
+
+        def items() -> Iterator[tuple[object, object]]:
+            for position, document in enumerate(documents):
+                if not isinstance(document, Document):
+                    raise EvidenceError(
+                        f"{describe(position)}: expected a langchain_core Document, "
+                        f"got {type(document).__name__}"
+                    )
+                yield document.page_content, document.metadata
+
+        outcome = self.pack_items(
+            items(), len(documents), describe, budget=budget, directory=directory
+        )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("aizk evidence cut:\n%s", outcome.table())
+        return outcome
+
+
+def _kept_document(evidence: Evidence) -> Document:
+    """A new `Document` for one kept item, carrying only what the public result carries.
+
+    The scope names go under `scope_names`, not the `scopes` key the packer reads scope ids
+    from, so a kept document fed back into a packer can never pass its reader's names off as
+    ids. The input's id is left behind: it is the vector store's key, a framework id, and
+    the public pointer to the grounding revision is `resource_uri`.
+    """
+    public = evidence.model_dump(mode="json")
+    return Document(
+        page_content=evidence.text,
+        metadata={
+            "provenance": public["provenance"],
+            "scope_names": public["scopes"],
+            "resource_uri": public["resource_uri"],
+        },
+    )
