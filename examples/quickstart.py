@@ -1,57 +1,78 @@
-"""Quickstart (interim): render the seed's example recall, the block DESIGN.md pins.
+"""Quickstart: one retrieval, two readers, two frameworks, and the evidence block each prompt gets.
 
-Run it with `python examples/quickstart.py`. It needs only the core package.
+Run it from the repository root with `python examples/quickstart.py` after
+`pip install -e ".[all]"`. Everything is offline: the corpus ships beside this file, the
+embeddings are the frameworks' own fakes, and the LLMs are their fake and mock models.
+
+For each reader it prints the block a LangChain chain puts into `{context}` and the block a
+LlamaIndex query engine hands its LLM, followed by the packer's cut table (the debugging view of
+what was kept and why the rest was not; it names lanes, so it goes to logs, never to prompts).
 """
 
-from uuid import UUID
+from __future__ import annotations
 
-from aizk_integrations import Candidate, Lane, RecallResult, Scope, ScopeDirectory, explain, pack
+import logging
+import sys
 
-SAM = "sam"
-BOOK_CLUB = "org-book-club"
-ARTIFACT = UUID("019820a1-0000-7000-8000-000000000001")
-CONTENT = UUID("019820a4-0000-7000-8000-000000000002")
+from corpus import READERS, load_notes, reader_directory
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models import FakeListLLM
+from langchain_core.prompts import PromptTemplate
+from langchain_core.runnables import Runnable, RunnablePassthrough
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.llms import MockLLM
+from llama_index.core.schema import TextNode
+
+from aizk_integrations.langchain import AizkEvidenceCompressor
+from aizk_integrations.llama_index import AizkEvidencePostprocessor
+
+BUDGET = 160
+QUESTION = "What is happening with the book club and the reranker?"
+PROMPT = PromptTemplate.from_template(
+    "Answer from the evidence below.\n\n{context}\n\nQuestion: {question}"
+)
 
 
-def seed_directory() -> ScopeDirectory:
-    """Sam reading, with the book club as the one organization Sam belongs to."""
-    return ScopeDirectory.for_caller(
-        SAM, {BOOK_CLUB: Scope(name="book-club", description="Neighborhood book club, Kawasaki")}
+def langchain_chain(reader: str) -> Runnable[str, str]:
+    """retriever | packer -> prompt -> fake LLM, keeping the prompt so it can be shown."""
+    store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=64))
+    store.add_documents(
+        [
+            Document(id=note["id"], page_content=note["text"], metadata=note["metadata"])
+            for note in load_notes()
+        ]
     )
+    packer = AizkEvidenceCompressor(budget=BUDGET, directory=reader_directory(reader))
+    retriever = store.as_retriever(search_kwargs={"k": 12})
+    llm = FakeListLLM(responses=["(the model's answer)"])
+    chain = {"context": retriever | packer.as_runnable(), "question": RunnablePassthrough()}
+    return (chain | RunnablePassthrough.assign(answer=PROMPT | llm)).pick("context")
 
 
-def seed_candidates() -> list[Candidate]:
-    """The three rows of the seed's example response, in merit order."""
-    return [
-        Candidate(
-            lane=Lane.SOURCES,
-            line=(
-                "Q3 Retrieval Plan by Sam (author) observed 2026-07-02\n"
-                "  Week three targets the reranker ablation and the fused-lane sweep."
-            ),
-            scopes=[SAM, BOOK_CLUB],
-            artifact_id=ARTIFACT,
-            artifact_content_id=CONTENT,
-        ),
-        Candidate(
-            lane=Lane.FACTS,
-            line="- [Sam, author, preference] (prefers) Sam prefers morning study blocks.",
-            scopes=[SAM],
-        ),
-        Candidate(
-            lane=Lane.WORKING_MEMORY,
-            line="- [note] Sam: reranker sidecar is back up on port 8004.",
-            scopes=[SAM],
-        ),
+def llama_index_engine(reader: str) -> BaseQueryEngine:
+    """A vector index over the same notes, the packer as its node postprocessor, a mock LLM."""
+    nodes = [
+        TextNode(id_=note["id"], text=note["text"], metadata=note["metadata"])
+        for note in load_notes()
     ]
+    index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+    packer = AizkEvidencePostprocessor(budget=BUDGET, directory=reader_directory(reader))
+    return index.as_query_engine(llm=MockLLM(), node_postprocessors=[packer], similarity_top_k=12)
 
 
 def main() -> None:
-    candidates = seed_candidates()
-    kept = pack(candidates, 2048)
-    print(RecallResult.from_candidates(kept, seed_directory()).to_markdown())
-    print()
-    print(explain(candidates, 2048))
+    logging.basicConfig(stream=sys.stdout, format="\n[cut table from %(name)s]\n%(message)s")
+    logging.getLogger("aizk_integrations").setLevel(logging.DEBUG)
+    for reader in READERS:
+        print(f"\n######## {reader}: LangChain chain, budget {BUDGET} ########\n")
+        print(langchain_chain(reader).invoke(QUESTION))
+        print(f"\n######## {reader}: LlamaIndex query engine, budget {BUDGET} ########\n")
+        response = llama_index_engine(reader).query(QUESTION)
+        print(response.source_nodes[0].node.get_content() if response.source_nodes else "")
 
 
 if __name__ == "__main__":

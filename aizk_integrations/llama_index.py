@@ -1,0 +1,185 @@
+"""The LlamaIndex adapter: a node postprocessor that hands the prompt one evidence block.
+
+Put `AizkEvidencePostprocessor` last in `node_postprocessors`, after any reranker: it reads the
+nodes in the order it is given, withholds what the reader may not see, keeps the longest prefix
+that fits the budget and replaces the list with a single node whose text is the markdown block.
+Settings and rules are the shared ones in `aizk_integrations.packer`, so this adapter and the
+LangChain one behave the same.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+from uuid import NAMESPACE_URL, uuid5
+
+from pydantic import ConfigDict, Field
+
+from aizk_integrations.errors import EvidenceError
+from aizk_integrations.packer import PackingSettings, PackOutcome
+
+try:
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.schema import (
+        BaseNode,
+        ImageNode,
+        MetadataMode,
+        Node,
+        NodeWithScore,
+        QueryBundle,
+        TextNode,
+    )
+except ImportError as error:
+    raise ImportError(
+        "aizk_integrations.llama_index needs LlamaIndex; install it with "
+        'pip install "aizk-integrations[llama-index]"'
+    ) from error
+
+__all__ = ["AizkEvidencePostprocessor"]
+
+logger = logging.getLogger(__name__)
+
+_RECALL_KEY = "aizk_recall"
+_COUNTS_KEY = "aizk_counts"
+_BLOCK_ID_NAMESPACE = uuid5(NAMESPACE_URL, "aizk://integrations/llama-index/evidence-block")
+"""Namespace of the block node's content-derived id; only its being constant matters."""
+
+
+class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
+    """Turn retrieved nodes, already in merit order, into the one evidence block a prompt needs.
+
+    Configured and validated like every aizk adapter (see `PackingSettings`). `token_counter` is
+    a Python callable, so `to_dict`/`to_json` leave it out: pass it again to `from_dict`, or the
+    restored postprocessor counts with `chars_per_token`.
+
+    The settings cannot be reassigned after construction (LlamaIndex's `callback_manager` still
+    can, because query engines set it). The instance keeps no per-call state, so one instance can
+    serve concurrent queries; use one instance per reader, since the reader is `directory`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    return_nodes: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Return the kept, authorized nodes (new nodes with public metadata) instead of one "
+            "block node, for pipelines that format nodes themselves."
+        ),
+    )
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AizkEvidencePostprocessor"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Pydantic would accept `budget = 10**6` silently, and even with validate_assignment it
+        # keeps the bad value when the cross-field check fails. A shared instance must not change
+        # rules under a concurrent query, so the settings are fixed once validated.
+        if name in type(self).model_fields and name != "callback_manager":
+            raise AttributeError(
+                f"{name} is fixed when the postprocessor is built; create a new "
+                f"{type(self).__name__} with the setting you want"
+            )
+        super().__setattr__(name, value)
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        """Pack the nodes in the order given; the query plays no part in what is kept."""
+        outcome = self.pack_items(
+            _texts_and_metadata(nodes), len(nodes), lambda position: _label(nodes, position)
+        )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("aizk evidence cut:\n%s", outcome.table())
+        if not outcome.kept_positions:
+            return []
+        if self.return_nodes:
+            return _kept_nodes(nodes, outcome)
+        return [_block_node(outcome)]
+
+    async def _apostprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        """The sync path, run in place: packing never waits on I/O, so a thread buys nothing."""
+        return self._postprocess_nodes(nodes, query_bundle)
+
+
+def _texts_and_metadata(nodes: Sequence[NodeWithScore]) -> Iterator[tuple[object, object]]:
+    """Each node's text and metadata, read only as far as the packer pulls.
+
+    The metadata dict is passed as is: the packer only reads it, and copying every node's would
+    make a long retrieval cost more than a short one.
+    """
+    for position, scored in enumerate(nodes):
+        node = scored.node
+        text = node.get_content(metadata_mode=MetadataMode.NONE)
+        if text == "" and _carries_media(node):
+            raise EvidenceError(
+                f"{_label(nodes, position)}: content is a {type(node).__name__} with media but "
+                "no text; evidence must be text (give the node text, or filter media nodes out "
+                "before this postprocessor)"
+            )
+        yield text, node.metadata
+
+
+def _carries_media(node: BaseNode) -> bool:
+    """Whether an empty-text node is an image, audio or video rather than an empty text."""
+    if isinstance(node, ImageNode):
+        return any((node.image, node.image_path, node.image_url))
+    if isinstance(node, Node):
+        return any((node.image_resource, node.audio_resource, node.video_resource))
+    return False
+
+
+def _label(nodes: Sequence[NodeWithScore], position: int) -> str:
+    """How an error names a node: its id, and its index in the list the postprocessor got."""
+    return f"node {nodes[position].node.node_id!r} (position {position})"
+
+
+def _block_node(outcome: PackOutcome) -> NodeWithScore:
+    """The single node the prompt receives: the block as text, the public JSON out of view.
+
+    The metadata keys are excluded from both the LLM and embedding views, and the text template
+    is only the content, so `get_content` in any of those modes is exactly the block even if a
+    later step adds metadata. The id is derived from the content, so equal outputs are equal
+    nodes (the sync and async paths, a retried query). The block has no single score, so none.
+    """
+    metadata: dict[str, Any] = {
+        _RECALL_KEY: outcome.result.model_dump(mode="json"),
+        _COUNTS_KEY: outcome.counts,
+    }
+    node = TextNode(
+        id_=str(uuid5(_BLOCK_ID_NAMESPACE, json.dumps(metadata, sort_keys=True))),
+        text=outcome.result.to_markdown(),
+        metadata=metadata,
+        excluded_llm_metadata_keys=list(metadata),
+        excluded_embed_metadata_keys=list(metadata),
+        text_template="{content}",
+    )
+    return NodeWithScore(node=node, score=None)
+
+
+def _kept_nodes(nodes: Sequence[NodeWithScore], outcome: PackOutcome) -> list[NodeWithScore]:
+    """New nodes for what was kept: same text, id and score, only public metadata.
+
+    The original metadata (lane, scope ids, artifact ids, anything else the store attached) is
+    replaced by the public evidence fields, so a pipeline that prints node metadata to the model
+    shows provenance and scope names, never lanes or scope ids.
+    """
+    kept = []
+    for position, evidence in zip(outcome.kept_positions, outcome.result.evidence, strict=True):
+        original = nodes[position]
+        node = TextNode(
+            id_=original.node.node_id,
+            text=evidence.text,
+            metadata=evidence.model_dump(mode="json", exclude={"text"}),
+        )
+        kept.append(NodeWithScore(node=node, score=original.score))
+    return kept
