@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 from uuid import NAMESPACE_URL, uuid5
 
@@ -19,6 +21,7 @@ from pydantic import ConfigDict, Field
 
 from aizk_integrations.errors import EvidenceError
 from aizk_integrations.packer import PackingSettings, PackOutcome
+from aizk_integrations.scopes import ScopeDirectory
 
 try:
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -37,9 +40,34 @@ except ImportError as error:
         'pip install "aizk-integrations[llama-index]"'
     ) from error
 
-__all__ = ["AizkEvidencePostprocessor"]
+__all__ = ["AizkEvidencePostprocessor", "reading_as"]
 
 logger = logging.getLogger(__name__)
+
+_call_reader: ContextVar[ScopeDirectory | None] = ContextVar("aizk_call_reader", default=None)
+
+
+@contextmanager
+def reading_as(directory: ScopeDirectory) -> Iterator[None]:
+    """Pack every query made inside this block for `directory`'s reader.
+
+    LlamaIndex passes a postprocessor no per-call config, so one shared query engine learns the
+    reader of a request from the context instead. A context variable is private to its thread
+    and to each asyncio task (a task copies the context it was created in), so concurrent
+    requests for different readers never see each other's evidence. Like LangChain's per-call
+    directory, it switches readers but cannot switch authorization off.
+    """
+    if not isinstance(directory, ScopeDirectory):
+        raise TypeError(
+            "reading_as needs a ScopeDirectory (a request may switch readers but not switch "
+            f"authorization off), not {type(directory).__name__}"
+        )
+    token = _call_reader.set(directory)
+    try:
+        yield
+    finally:
+        _call_reader.reset(token)
+
 
 _RECALL_KEY = "aizk_recall"
 _COUNTS_KEY = "aizk_counts"
@@ -56,7 +84,8 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
 
     The settings cannot be reassigned after construction (LlamaIndex's `callback_manager` still
     can, because query engines set it). The instance keeps no per-call state, so one instance can
-    serve concurrent queries; use one instance per reader, since the reader is `directory`.
+    serve concurrent queries: the reader is `directory`, or the one named by `reading_as` for
+    the request in hand.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -92,7 +121,10 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
         outcome = self.pack_items(
-            _texts_and_metadata(nodes), len(nodes), lambda position: _label(nodes, position)
+            _texts_and_metadata(nodes),
+            len(nodes),
+            lambda position: _label(nodes, position),
+            directory=_call_reader.get(),
         )
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("aizk evidence cut:\n%s", outcome.table())
@@ -170,16 +202,25 @@ def _kept_nodes(nodes: Sequence[NodeWithScore], outcome: PackOutcome) -> list[No
     """New nodes for what was kept: same text, id and score, only public metadata.
 
     The original metadata (lane, scope ids, artifact ids, anything else the store attached) is
-    replaced by the public evidence fields, so a pipeline that prints node metadata to the model
-    shows provenance and scope names, never lanes or scope ids.
+    replaced by the public evidence fields (`provenance`, `scope_names`, `resource_uri`), so a
+    pipeline that prints node metadata to the model shows provenance and scope names, never
+    lanes or scope ids.
     """
     kept = []
     for position, evidence in zip(outcome.kept_positions, outcome.result.evidence, strict=True):
         original = nodes[position]
+        public = evidence.model_dump(mode="json")
         node = TextNode(
             id_=original.node.node_id,
             text=evidence.text,
-            metadata=evidence.model_dump(mode="json", exclude={"text"}),
+            # Same keys as the LangChain adapter; names sit under `scope_names`, never under the
+            # `scopes` key the packer reads ids from, so a kept node fed back in cannot pass a
+            # reader's names off as scope ids.
+            metadata={
+                "provenance": public["provenance"],
+                "scope_names": public["scopes"],
+                "resource_uri": public["resource_uri"],
+            },
         )
         kept.append(NodeWithScore(node=node, score=original.score))
     return kept

@@ -160,7 +160,7 @@ def test_return_nodes_puts_public_labels_and_no_internal_metadata_in_the_prompt(
     prompt = str(response)
     assert sorted(n.node.node_id for n in response.source_nodes) == sorted(READABLE)
     assert "provenance: source" in prompt
-    assert "scopes: ['private', 'book-club']" in prompt
+    assert "scope_names: ['private', 'book-club']" in prompt
     for leaked in ("file_name", "org-book-club", "lane", *WITHHELD.values()):
         assert leaked not in prompt
 

@@ -114,7 +114,7 @@ def only_node(out: list[NodeWithScore]) -> TextNode:
 
 
 def test_the_module_exports_only_the_postprocessor() -> None:
-    assert adapter.__all__ == ["AizkEvidencePostprocessor"]
+    assert adapter.__all__ == ["AizkEvidencePostprocessor", "reading_as"]
 
 
 def test_the_postprocessor_is_a_llama_index_node_postprocessor_with_its_own_class_name() -> None:
@@ -419,11 +419,11 @@ def test_return_nodes_gives_new_kept_nodes_with_only_public_metadata() -> None:
     assert [n.node.metadata for n in out] == [
         {
             "provenance": "source",
-            "scopes": ["private", "book-club"],
+            "scope_names": ["private", "book-club"],
             "resource_uri": f"aizk://artifacts/{ARTIFACT}/contents/{CONTENT}",
         },
-        {"provenance": "derived", "scopes": ["private"], "resource_uri": None},
-        {"provenance": "session", "scopes": ["private"], "resource_uri": None},
+        {"provenance": "derived", "scope_names": ["private"], "resource_uri": None},
+        {"provenance": "session", "scope_names": ["private"], "resource_uri": None},
     ]
     originals = {id(n) for n in nodes} | {id(n.node) for n in nodes}
     originals |= {id(n.node.metadata) for n in nodes}
