@@ -7,6 +7,7 @@ recalled content is evidence, not instructions. The adapters live in
 framework.
 """
 
+from aizk_integrations.block_budget import BudgetCovers, pack_block
 from aizk_integrations.candidate import Candidate, Lane
 from aizk_integrations.defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
 from aizk_integrations.errors import EvidenceError
@@ -19,6 +20,7 @@ __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_CHARS_PER_TOKEN",
     "DEFAULT_MAX_BUDGET",
+    "BudgetCovers",
     "Candidate",
     "CharsPerToken",
     "Decision",
@@ -34,5 +36,6 @@ __all__ = [
     "cut_table",
     "explain",
     "pack",
+    "pack_block",
     "walk",
 ]

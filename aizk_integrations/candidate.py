@@ -7,8 +7,12 @@ from math import ceil
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import SchemaSerializer, core_schema
 
 from aizk_integrations.defaults import DEFAULT_CHARS_PER_TOKEN
+
+_UUID_TEXT = SchemaSerializer(core_schema.uuid_schema())
+"""Writes a UUID's canonical text in pydantic-core, faster than `str(uuid)` in Python."""
 
 
 class Lane(StrEnum):
@@ -35,7 +39,8 @@ def scope_ids(value: object) -> frozenset[str]:
     if isinstance(value, str | UUID):
         return frozenset((_scope_id(value),))
     if isinstance(value, list | tuple | set | frozenset):
-        return frozenset(_scope_id(item) for item in value)
+        # Plain non-empty strings, the usual case, are taken as they are without a call each.
+        return frozenset([i if type(i) is str and i else _scope_id(i) for i in value])
     raise TypeError(
         f"scopes must be a scope id (str or UUID) or a list, tuple or set of them, "
         f"not {type(value).__name__}"
@@ -91,4 +96,6 @@ class Candidate(BaseModel):
         """Where an MCP client can fetch the exact revision that grounded this row."""
         if self.artifact_id is None or self.artifact_content_id is None:
             return None
-        return f"aizk://artifacts/{self.artifact_id}/contents/{self.artifact_content_id}"
+        artifact = _UUID_TEXT.to_python(self.artifact_id, mode="json")
+        content = _UUID_TEXT.to_python(self.artifact_content_id, mode="json")
+        return f"aizk://artifacts/{artifact}/contents/{content}"

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from aizk_integrations.block_budget import BudgetCovers, cut_block
 from aizk_integrations.candidate import Candidate
 from aizk_integrations.defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
 from aizk_integrations.errors import EvidenceError
@@ -100,6 +101,13 @@ class PackingSettings(BaseModel):
         exclude=True,
         description="Counts a text's tokens; overrides chars_per_token.",
     )
+    budget_covers: BudgetCovers = Field(
+        default=BudgetCovers.LINES,
+        description=(
+            "What the budget pays for: 'lines', the evidence lines only (the seed's rule), or "
+            "'block', the whole rendered block, labels and headers included."
+        ),
+    )
 
     @field_validator("chars_per_token", mode="before")
     @classmethod
@@ -155,6 +163,24 @@ class PackingSettings(BaseModel):
                 positions.append(position)
                 yield candidate
 
+        if self.budget_covers is BudgetCovers.BLOCK:
+            block = cut_block(
+                authorized(),
+                budget,
+                reader,
+                token_counter=self._counter(),
+                describe=lambda rank: describe(positions[rank - 1]),
+            )
+            kept_count = len(block.result.evidence)
+            return PackOutcome(
+                result=block.result,
+                kept_positions=tuple(positions[:kept_count]),
+                withheld=withheld,
+                cut=total - kept_count - withheld,
+                tokens_used=block.tokens,
+                budget=budget,
+                steps=block.steps,
+            )
         steps: list[PackStep] = []
         for step in walk(
             authorized(),

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_seriali
 from aizk_integrations.candidate import Candidate, Lane
 from aizk_integrations.rendering import render_recall
 from aizk_integrations.scopes import PRIVATE, Scope, ScopeDirectory, scope_order
+from aizk_integrations.trusted import trusted
 
 
 class Provenance(StrEnum):
@@ -68,12 +69,19 @@ class Evidence(BaseModel):
     def from_candidate(cls, candidate: Candidate, directory: ScopeDirectory | None) -> Evidence:
         """Translate an internal row; without a directory there are no scope labels."""
         scopes = () if directory is None else directory.resolve(candidate.scopes)
+        return cls._with_scopes(candidate, scopes)
+
+    @classmethod
+    def _with_scopes(cls, candidate: Candidate, scopes: tuple[Scope, ...]) -> Evidence:
         # Every part was validated when the candidate and the directory were built.
-        return cls.model_construct(
-            provenance=_PROVENANCE_OF_LANE[candidate.lane],
-            text=candidate.line,
-            scopes=scopes,
-            resource_uri=candidate.resource_uri,
+        return trusted(
+            cls,
+            {
+                "provenance": _PROVENANCE_OF_LANE[candidate.lane],
+                "text": candidate.line,
+                "scopes": scopes,
+                "resource_uri": candidate.resource_uri,
+            },
         )
 
 
@@ -88,10 +96,21 @@ class RecallResult(BaseModel):
     def from_candidates(
         cls, candidates: Iterable[Candidate], directory: ScopeDirectory | None = None
     ) -> RecallResult:
-        """The boundary between retrieval internals and anything a caller sees."""
-        return cls.model_construct(
-            evidence=tuple(Evidence.from_candidate(c, directory) for c in candidates)
-        )
+        """The boundary between retrieval internals and anything a caller sees.
+
+        The items of one recall share a few scope sets, so each set is resolved once per call.
+        """
+        resolved: dict[frozenset[str], tuple[Scope, ...]] = {}
+
+        def scopes_of(candidate: Candidate) -> tuple[Scope, ...]:
+            if directory is None:
+                return ()
+            if candidate.scopes not in resolved:
+                resolved[candidate.scopes] = directory.resolve(candidate.scopes)
+            return resolved[candidate.scopes]
+
+        evidence = tuple(Evidence._with_scopes(c, scopes_of(c)) for c in candidates)
+        return trusted(cls, {"evidence": evidence})
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented idiom
     @property

@@ -13,6 +13,7 @@ def test_the_public_names_are_pinned() -> None:
         "DEFAULT_BUDGET",
         "DEFAULT_CHARS_PER_TOKEN",
         "DEFAULT_MAX_BUDGET",
+        "BudgetCovers",
         "Candidate",
         "CharsPerToken",
         "Decision",
@@ -28,6 +29,7 @@ def test_the_public_names_are_pinned() -> None:
         "cut_table",
         "explain",
         "pack",
+        "pack_block",
         "walk",
     ]
     for name in aizk_integrations.__all__:
