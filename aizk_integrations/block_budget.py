@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from math import ceil
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from aizk_integrations.candidate import Candidate, Lane
-from aizk_integrations.packing import Decision, PackStep, check_budget
+from aizk_integrations.packing import CutStep, Decision, check_budget
 from aizk_integrations.rendering import INDENT, code_span, indent_lines, one_line
-from aizk_integrations.result import Provenance, RecallResult
+from aizk_integrations.result import Provenance, RecallResult, build_result
 from aizk_integrations.scopes import PRIVATE, Scope, ScopeDirectory
 from aizk_integrations.tokens import CharsPerToken, TokenCounter, counted_tokens
 
@@ -39,11 +39,24 @@ class BudgetCovers(StrEnum):
     """Everything the prompt receives: the rendered block, labels and headers included."""
 
 
+class EvidenceRow(Protocol):
+    """What the walk reads of a row: a `Candidate`, or an adapter's row read from metadata."""
+
+    @property
+    def lane(self) -> Lane: ...
+    @property
+    def line(self) -> str: ...
+    @property
+    def scopes(self) -> frozenset[str]: ...
+    @property
+    def resource_uri(self) -> str | None: ...
+
+
 class BlockCut(NamedTuple):
     """Where a whole-block walk stopped, with what it read and the block's exact cost."""
 
     result: RecallResult
-    steps: tuple[PackStep, ...]
+    steps: tuple[CutStep, ...]
     tokens: int
     """The token count of `result.to_markdown()`, which is at most the budget."""
 
@@ -69,7 +82,7 @@ def pack_block(
 
 
 def cut_block(
-    candidates: Iterable[Candidate],
+    candidates: Iterable[EvidenceRow],
     budget: int,
     directory: ScopeDirectory | None = None,
     *,
@@ -95,8 +108,8 @@ def cut_block(
 
     # The heuristic sums characters and converts once per step, because ceil is not additive.
     measure = _length if heuristic is not None else counted
-    kept: list[Candidate] = []
-    steps: list[PackStep] = []
+    kept: list[EvidenceRow] = []
+    steps: list[CutStep] = []
     resolved: dict[frozenset[str], tuple[Scope, ...]] = {}
     labels: dict[tuple[Lane, frozenset[str]], str] = {}
     header: dict[str, tuple[Scope, int]] = {}  # name -> the scope its header line shows, its cost
@@ -127,21 +140,27 @@ def cut_block(
         units += added
         total = units if heuristic is None else ceil(units / heuristic.chars_per_token)
         if total > budget:
-            steps.append(PackStep(rank, candidate, total - running, total, Decision.OVER_BUDGET))
+            steps.append(
+                CutStep(rank, candidate.lane, total - running, total, Decision.OVER_BUDGET)
+            )
             break
-        steps.append(PackStep(rank, candidate, total - running, total, Decision.KEEP))
+        steps.append(CutStep(rank, candidate.lane, total - running, total, Decision.KEEP))
         kept.append(candidate)
         running = total
 
-    result = RecallResult.from_candidates(kept, directory)
+    result = _result(kept, directory)
     if heuristic is not None or not kept:
         return BlockCut(result, tuple(steps), running)
     exact = _exact(counter, result)
     while exact > budget:
         kept.pop()
-        result = RecallResult.from_candidates(kept, directory)
+        result = _result(kept, directory)
         exact = _exact(counter, result) if kept else 0
     return BlockCut(result, _recut(steps, len(kept)), exact)
+
+
+def _result(kept: list[EvidenceRow], directory: ScopeDirectory | None) -> RecallResult:
+    return build_result(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), directory)
 
 
 def _exact(counter: TokenCounter, result: RecallResult) -> int:
@@ -149,7 +168,7 @@ def _exact(counter: TokenCounter, result: RecallResult) -> int:
     return counted_tokens(counter, result.to_markdown(), lambda _: "the rendered block", 0)
 
 
-def _recut(steps: list[PackStep], kept: int) -> tuple[PackStep, ...]:
+def _recut(steps: list[CutStep], kept: int) -> tuple[CutStep, ...]:
     """The steps after the exact count moved the cut back to `kept` items."""
     if kept == sum(step.decision is Decision.KEEP for step in steps):
         return tuple(steps)
@@ -181,7 +200,7 @@ def _label(lane: Lane, scopes: tuple[Scope, ...]) -> str:
     return label
 
 
-def _item_piece(label: str, candidate: Candidate) -> str:
+def _item_piece(label: str, candidate: EvidenceRow) -> str:
     """One item as the template renders it, starting with the blank line before it.
 
     Cut at the start of the item rather than its end so the block's missing trailing newline

@@ -98,7 +98,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
             Document(
                 page_content=outcome.result.to_markdown(),
                 metadata={
-                    RECALL_METADATA_KEY: outcome.result.model_dump(mode="json"),
+                    RECALL_METADATA_KEY: outcome.result.public_json(),
                     COUNTS_METADATA_KEY: outcome.counts,
                 },
             )
@@ -200,7 +200,7 @@ def _kept_document(evidence: Evidence) -> Document:
     ids. The input's id is left behind: it is the vector store's key, a framework id, and
     the public pointer to the grounding revision is `resource_uri`.
     """
-    public = evidence.model_dump(mode="json")
+    public = evidence.public_json()
     return Document(
         page_content=evidence.text,
         metadata={

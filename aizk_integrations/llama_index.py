@@ -9,7 +9,6 @@ LangChain one behave the same.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -180,16 +179,20 @@ def _block_node(outcome: PackOutcome) -> NodeWithScore:
 
     The metadata keys are excluded from both the LLM and embedding views, and the text template
     is only the content, so `get_content` in any of those modes is exactly the block even if a
-    later step adds metadata. The id is derived from the content, so equal outputs are equal
-    nodes (the sync and async paths, a retried query). The block has no single score, so none.
+    later step adds metadata. The id is derived from the block and the counts, so equal outputs
+    are equal nodes (the sync and async paths, a retried query); the public JSON adds nothing
+    the block does not already say, so hashing it too would only cost time. The block has no
+    single score, so none.
     """
+    block = outcome.result.to_markdown()
+    counts = outcome.counts
     metadata: dict[str, Any] = {
-        _RECALL_KEY: outcome.result.model_dump(mode="json"),
-        _COUNTS_KEY: outcome.counts,
+        _RECALL_KEY: outcome.result.public_json(),
+        _COUNTS_KEY: counts,
     }
     node = TextNode(
-        id_=str(uuid5(_BLOCK_ID_NAMESPACE, json.dumps(metadata, sort_keys=True))),
-        text=outcome.result.to_markdown(),
+        id_=str(uuid5(_BLOCK_ID_NAMESPACE, f"{sorted(counts.items())}\n{block}")),
+        text=block,
         metadata=metadata,
         excluded_llm_metadata_keys=list(metadata),
         excluded_embed_metadata_keys=list(metadata),
@@ -209,7 +212,7 @@ def _kept_nodes(nodes: Sequence[NodeWithScore], outcome: PackOutcome) -> list[No
     kept = []
     for position, evidence in zip(outcome.kept_positions, outcome.result.evidence, strict=True):
         original = nodes[position]
-        public = evidence.model_dump(mode="json")
+        public = evidence.public_json()
         node = TextNode(
             id_=original.node.node_id,
             text=evidence.text,

@@ -1,35 +1,73 @@
-"""Reading a framework item's metadata into a candidate, with errors that name the field."""
+"""Reading a framework item's text and metadata, with errors that name the field."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from typing import NamedTuple
 from uuid import UUID
-
-from pydantic_core import SchemaValidator, ValidationError, core_schema
 
 from aizk_integrations.candidate import Candidate, Lane, scope_ids
 from aizk_integrations.trusted import trusted
 
 _LANES = {lane.value: lane for lane in Lane}
 _ALLOWED_LANES = ", ".join(_LANES)
-_UUID_TEXT = SchemaValidator(core_schema.uuid_schema())
-"""Parses UUID text in pydantic-core, three times faster than `uuid.UUID(text)`."""
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class MetadataFieldError(ValueError):
     """A field of one item is malformed; the caller adds which item it was."""
 
 
-def candidate_from_metadata(
-    text: object,
-    metadata: object,
-    *,
-    lane_key: str,
-    scopes_key: str,
-    artifact_id_key: str,
-    artifact_content_id_key: str,
-) -> Candidate:
-    """Build a candidate from an item's text and metadata, refusing anything malformed.
+class MetadataKeys(NamedTuple):
+    """The metadata key each field is read from; every name is an adapter setting."""
+
+    lane: str
+    scopes: str
+    artifact_id: str
+    artifact_content_id: str
+
+
+class Row(NamedTuple):
+    """One item as read: every field checked, nothing public built yet.
+
+    The adapters read items far more often than they keep them, so a row stays a tuple with the
+    artifact ids as canonical UUID text (which is all a resource URI needs), and only the kept
+    rows become public models.
+    """
+
+    lane: Lane
+    line: str
+    scopes: frozenset[str]
+    artifact_id: str | None
+    artifact_content_id: str | None
+
+    @property
+    def resource_uri(self) -> str | None:
+        """Same URI as `Candidate.resource_uri`, from ids already in canonical form."""
+        if self.artifact_id is None or self.artifact_content_id is None:
+            return None
+        return f"aizk://artifacts/{self.artifact_id}/contents/{self.artifact_content_id}"
+
+    def candidate(self) -> Candidate:
+        """The row as a `Candidate`, for the paths that walk candidates."""
+        # Every field was checked when the row was read.
+        return trusted(
+            Candidate,
+            {
+                "lane": self.lane,
+                "line": self.line,
+                "scopes": self.scopes,
+                "artifact_id": None if self.artifact_id is None else UUID(self.artifact_id),
+                "artifact_content_id": (
+                    None if self.artifact_content_id is None else UUID(self.artifact_content_id)
+                ),
+            },
+        )
+
+
+def read_item(text: object, metadata: object, keys: MetadataKeys) -> Row:
+    """Read an item's text and metadata, refusing anything malformed.
 
     Absent keys take the design's defaults (lane `sources`, no scopes, no artifact). The
     metadata is only read, never changed.
@@ -41,40 +79,50 @@ def candidate_from_metadata(
         raise MetadataFieldError(
             f"metadata must be a mapping (dict), got {type(metadata).__name__}"
         )
-    lane = metadata.get(lane_key, Lane.SOURCES)
+    lane = metadata.get(keys.lane, Lane.SOURCES)
     if not isinstance(lane, str) or lane not in _LANES:
-        raise MetadataFieldError(f"metadata {lane_key!r} is {lane!r}; allowed: {_ALLOWED_LANES}")
-    raw_scopes = metadata.get(scopes_key)
+        raise MetadataFieldError(f"metadata {keys.lane!r} is {lane!r}; allowed: {_ALLOWED_LANES}")
+    raw_scopes = metadata.get(keys.scopes)
     try:
         scopes = frozenset() if raw_scopes is None else scope_ids(raw_scopes)
     except TypeError as error:
-        raise MetadataFieldError(f"metadata {scopes_key!r}: {error}") from None
-    # Every field is checked above, so skipping pydantic's second pass loses nothing.
-    return trusted(
-        Candidate,
-        {
-            "lane": _LANES[lane],
-            "line": text,
-            "scopes": scopes,
-            "artifact_id": _uuid(metadata, artifact_id_key),
-            "artifact_content_id": _uuid(metadata, artifact_content_id_key),
-        },
+        raise MetadataFieldError(f"metadata {keys.scopes!r}: {error}") from None
+    return Row(
+        _LANES[lane],
+        text,
+        scopes,
+        _uuid_text(metadata, keys.artifact_id),
+        _uuid_text(metadata, keys.artifact_content_id),
     )
 
 
-def _uuid(metadata: Mapping[object, object], key: str) -> UUID | None:
+def candidate_from_metadata(
+    text: object,
+    metadata: object,
+    *,
+    lane_key: str,
+    scopes_key: str,
+    artifact_id_key: str,
+    artifact_content_id_key: str,
+) -> Candidate:
+    """Build a candidate from an item's text and metadata, refusing anything malformed."""
+    keys = MetadataKeys(lane_key, scopes_key, artifact_id_key, artifact_content_id_key)
+    return read_item(text, metadata, keys).candidate()
+
+
+def _uuid_text(metadata: Mapping[object, object], key: str) -> str | None:
+    """A UUID, or any text `uuid.UUID` accepts, as canonical UUID text."""
     value = metadata.get(key)
-    if value is None or isinstance(value, UUID):
+    if value is None:
+        return None
+    # Canonical text, the usual case, is already its own canonical form.
+    if type(value) is str and _CANONICAL_UUID.fullmatch(value):
         return value
+    if isinstance(value, UUID):
+        return str(value)
     if isinstance(value, str):
         try:
-            return _UUID_TEXT.validate_python(value)  # type: ignore[no-any-return]  # a UUID
-        except ValidationError:
-            pass
-        # The standard library also takes forms pydantic-core does not (any hyphen placement,
-        # repeated braces); accept exactly what `UUID(text)` accepts, as before.
-        try:
-            return UUID(value)
+            return str(UUID(value))
         except ValueError:
             pass
     raise MetadataFieldError(f"metadata {key!r} is {value!r}; expected a UUID or its string form")

@@ -13,14 +13,18 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aizk_integrations.block_budget import BudgetCovers, cut_block
-from aizk_integrations.candidate import Candidate
 from aizk_integrations.defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
 from aizk_integrations.errors import EvidenceError
-from aizk_integrations.metadata import MetadataFieldError, candidate_from_metadata
-from aizk_integrations.packing import Decision, PackStep, check_budget, cut_table, walk
-from aizk_integrations.result import RecallResult
+from aizk_integrations.metadata import MetadataFieldError, MetadataKeys, Row, read_item
+from aizk_integrations.packing import CutRow, CutStep, Decision, check_budget, cut_table
+from aizk_integrations.result import RecallResult, build_result
 from aizk_integrations.scopes import ScopeDirectory
-from aizk_integrations.tokens import CharsPerToken, TokenCounter, check_chars_per_token
+from aizk_integrations.tokens import (
+    CharsPerToken,
+    TokenCounter,
+    check_chars_per_token,
+    counted_tokens,
+)
 
 Describe = Callable[[int], str]
 """Names the item at a position (its id when it has one) for an error message."""
@@ -35,7 +39,7 @@ class PackOutcome(NamedTuple):
     cut: int
     tokens_used: int
     budget: int
-    steps: tuple[PackStep, ...]
+    steps: tuple[CutRow, ...]
 
     @property
     def counts(self) -> dict[str, int]:
@@ -148,53 +152,54 @@ class PackingSettings(BaseModel):
         """
         budget = self.budget if budget is None else self.check_call_budget(budget)
         reader = self.directory if directory is None else directory
-        positions: list[int] = []
-        withheld = 0
-
-        def authorized() -> Iterator[Candidate]:
-            nonlocal withheld
-            for position, (text, metadata) in enumerate(items):
-                candidate = self._candidate(text, metadata, position, describe)
-                if reader is not None and not reader.permits(
-                    candidate.scopes, allow_unscoped=self.allow_unscoped
-                ):
-                    withheld += 1
-                    continue
-                positions.append(position)
-                yield candidate
-
         if self.budget_covers is BudgetCovers.BLOCK:
-            block = cut_block(
-                authorized(),
-                budget,
-                reader,
-                token_counter=self._counter(),
-                describe=lambda rank: describe(positions[rank - 1]),
-            )
-            kept_count = len(block.result.evidence)
-            return PackOutcome(
-                result=block.result,
-                kept_positions=tuple(positions[:kept_count]),
-                withheld=withheld,
-                cut=total - kept_count - withheld,
-                tokens_used=block.tokens,
-                budget=budget,
-                steps=block.steps,
-            )
-        steps: list[PackStep] = []
-        for step in walk(
-            authorized(),
-            budget,
-            token_counter=self._counter(),
-            describe=lambda rank: describe(positions[rank - 1]),
-        ):
-            steps.append(step)
-            if step.decision is not Decision.KEEP:
+            return self._pack_block(items, total, describe, budget, reader)
+        return self._pack_lines(items, total, describe, budget, reader)
+
+    def _pack_lines(
+        self,
+        items: Iterable[tuple[object, object]],
+        total: int,
+        describe: Describe,
+        budget: int,
+        reader: ScopeDirectory | None,
+    ) -> PackOutcome:
+        """The seed's walk (`packing.pack`), fused with reading and authorizing in one loop.
+
+        This runs on every chain call, so the rows stay tuples and only the kept ones become
+        public models; the rules are the ones `pack` and `ScopeDirectory.permits` state, and
+        the tests hold this loop to both.
+        """
+        keys = self._keys()
+        counter = self._counter()
+        readable = None if reader is None else reader.scopes.keys()
+        allow_unscoped = self.allow_unscoped
+        kept: list[Row] = []
+        positions: list[int] = []
+        steps: list[CutStep] = []
+        withheld = running = 0
+        for position, (text, metadata) in enumerate(items):
+            row = self._read(text, metadata, position, describe, keys)
+            if readable is not None and not (
+                row.scopes <= readable if row.scopes else allow_unscoped
+            ):
+                withheld += 1
+                continue
+            rank = len(steps) + 1
+            if counter is None:
+                tokens = -(-len(row.line) // 4)  # ceil(len / 4), Candidate.token_count
+            else:
+                tokens = counted_tokens(counter, row.line, _naming(describe, position), rank)
+            running += tokens + 1  # + 1 pays for the joining newline
+            if running > budget:
+                steps.append(CutStep(rank, row.lane, tokens, running, Decision.OVER_BUDGET))
                 break
-        kept = [step.candidate for step in steps if step.decision is Decision.KEEP]
+            steps.append(CutStep(rank, row.lane, tokens, running, Decision.KEEP))
+            kept.append(row)
+            positions.append(position)
         return PackOutcome(
-            result=RecallResult.from_candidates(kept, reader),
-            kept_positions=tuple(positions[: len(kept)]),
+            result=build_result(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), reader),
+            kept_positions=tuple(positions),
             withheld=withheld,
             cut=total - len(kept) - withheld,
             tokens_used=steps[len(kept) - 1].running if kept else 0,
@@ -202,18 +207,60 @@ class PackingSettings(BaseModel):
             steps=tuple(steps),
         )
 
-    def _candidate(
-        self, text: object, metadata: object, position: int, describe: Describe
-    ) -> Candidate:
+    def _pack_block(
+        self,
+        items: Iterable[tuple[object, object]],
+        total: int,
+        describe: Describe,
+        budget: int,
+        reader: ScopeDirectory | None,
+    ) -> PackOutcome:
+        """Whole-block budgets: the same reading and authorizing, then `cut_block`."""
+        keys = self._keys()
+        positions: list[int] = []
+        withheld = 0
+
+        def authorized() -> Iterator[Row]:
+            nonlocal withheld
+            for position, (text, metadata) in enumerate(items):
+                row = self._read(text, metadata, position, describe, keys)
+                if reader is not None and not reader.permits(
+                    row.scopes, allow_unscoped=self.allow_unscoped
+                ):
+                    withheld += 1
+                    continue
+                positions.append(position)
+                yield row
+
+        block = cut_block(
+            authorized(),
+            budget,
+            reader,
+            token_counter=self._counter(),
+            describe=lambda rank: describe(positions[rank - 1]),
+        )
+        kept_count = len(block.result.evidence)
+        return PackOutcome(
+            result=block.result,
+            kept_positions=tuple(positions[:kept_count]),
+            withheld=withheld,
+            cut=total - kept_count - withheld,
+            tokens_used=block.tokens,
+            budget=budget,
+            steps=block.steps,
+        )
+
+    def _keys(self) -> MetadataKeys:
+        return MetadataKeys(
+            self.lane_key, self.scopes_key, self.artifact_id_key, self.artifact_content_id_key
+        )
+
+    @staticmethod
+    def _read(
+        text: object, metadata: object, position: int, describe: Describe, keys: MetadataKeys
+    ) -> Row:
         try:
-            return candidate_from_metadata(
-                text,
-                metadata,
-                lane_key=self.lane_key,
-                scopes_key=self.scopes_key,
-                artifact_id_key=self.artifact_id_key,
-                artifact_content_id_key=self.artifact_content_id_key,
-            )
+            return read_item(text, metadata, keys)
         except MetadataFieldError as error:
             raise EvidenceError(f"{describe(position)}: {error}") from None
 
@@ -223,3 +270,8 @@ class PackingSettings(BaseModel):
         if self.chars_per_token == DEFAULT_CHARS_PER_TOKEN:
             return None  # Candidate.token_count already is this heuristic, without a call.
         return CharsPerToken(self.chars_per_token)
+
+
+def _naming(describe: Describe, position: int) -> Callable[[int], str]:
+    """Name the item at `position` in a counter's error, whatever rank the walk gives it."""
+    return lambda _rank: describe(position)

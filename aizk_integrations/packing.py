@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
-from aizk_integrations.candidate import Candidate
+from aizk_integrations.candidate import Candidate, Lane
 from aizk_integrations.tokens import TokenCounter, counted_tokens
 
 
@@ -18,11 +18,41 @@ class Decision(StrEnum):
     AFTER_CUT = "drop, after the cut"
 
 
+class CutRow(Protocol):
+    """What the cut table shows of one step of a walk."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def lane(self) -> Lane: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def running(self) -> int: ...
+    @property
+    def decision(self) -> Decision: ...
+
+
 class PackStep(NamedTuple):
     """One row of the walk: enough to explain a cut, never shown to the model."""
 
     rank: int
     candidate: Candidate
+    tokens: int
+    running: int
+    decision: Decision
+
+    @property
+    def lane(self) -> Lane:
+        """The lane the table names; lanes stay out of everything a model reads."""
+        return self.candidate.lane
+
+
+class CutStep(NamedTuple):
+    """A step of a walk over rows that never became candidates."""
+
+    rank: int
+    lane: Lane
     tokens: int
     running: int
     decision: Decision
@@ -100,7 +130,7 @@ def pack(
     return kept
 
 
-def cut_table(steps: Iterable[PackStep], budget: int) -> str:
+def cut_table(steps: Iterable[CutRow], budget: int) -> str:
     """Render a walk as the seed's plain-text table of what was kept and why the rest was not.
 
     A debugging view: it names lanes, so it belongs in logs and notebooks, never in a prompt.
@@ -110,7 +140,7 @@ def cut_table(steps: Iterable[PackStep], budget: int) -> str:
         "  ----  --------------  ------  -------  " + "-" * len(f"budget {budget}"),
     ]
     lines.extend(
-        f"  {step.rank:>4}  {step.candidate.lane.value:<14}  {step.tokens:>6}  "
+        f"  {step.rank:>4}  {step.lane.value:<14}  {step.tokens:>6}  "
         f"{step.running:>7}  {step.decision.value}"
         for step in steps
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
 
@@ -65,24 +66,55 @@ class Evidence(BaseModel):
     def _scope_names(self, scopes: tuple[Scope, ...]) -> list[str]:
         return [scope.name for scope in scopes]
 
+    def public_json(self) -> dict[str, Any]:
+        """`model_dump(mode="json")`, built directly (see `RecallResult.public_json`)."""
+        return {
+            "provenance": self.provenance.value,
+            "text": self.text,
+            "scopes": [scope.name for scope in self.scopes],
+            "resource_uri": self.resource_uri,
+        }
+
     @classmethod
     def from_candidate(cls, candidate: Candidate, directory: ScopeDirectory | None) -> Evidence:
         """Translate an internal row; without a directory there are no scope labels."""
         scopes = () if directory is None else directory.resolve(candidate.scopes)
-        return cls._with_scopes(candidate, scopes)
+        return _evidence(candidate.lane, candidate.line, scopes, candidate.resource_uri)
 
-    @classmethod
-    def _with_scopes(cls, candidate: Candidate, scopes: tuple[Scope, ...]) -> Evidence:
-        # Every part was validated when the candidate and the directory were built.
-        return trusted(
-            cls,
-            {
-                "provenance": _PROVENANCE_OF_LANE[candidate.lane],
-                "text": candidate.line,
-                "scopes": scopes,
-                "resource_uri": candidate.resource_uri,
-            },
-        )
+
+def _evidence(lane: Lane, text: str, scopes: tuple[Scope, ...], uri: str | None) -> Evidence:
+    # Every part was validated when the row and the directory were built.
+    return trusted(
+        Evidence,
+        {
+            "provenance": _PROVENANCE_OF_LANE[lane],
+            "text": text,
+            "scopes": scopes,
+            "resource_uri": uri,
+        },
+    )
+
+
+KeptRow = tuple[Lane, str, frozenset[str], str | None]
+"""What the result needs of a kept row: lane, text, scope ids and resource URI."""
+
+
+def build_result(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> RecallResult:
+    """The public result for rows already checked and authorized.
+
+    The rows of one recall share a few scope sets, so each set is resolved once per call.
+    """
+    resolved: dict[frozenset[str], tuple[Scope, ...]] = {}
+    evidence = []
+    for lane, text, scope_ids, uri in rows:
+        if directory is None:
+            scopes: tuple[Scope, ...] = ()
+        elif scope_ids in resolved:
+            scopes = resolved[scope_ids]
+        else:
+            scopes = resolved[scope_ids] = directory.resolve(scope_ids)
+        evidence.append(_evidence(lane, text, scopes, uri))
+    return trusted(RecallResult, {"evidence": tuple(evidence)})
 
 
 class RecallResult(BaseModel):
@@ -96,21 +128,10 @@ class RecallResult(BaseModel):
     def from_candidates(
         cls, candidates: Iterable[Candidate], directory: ScopeDirectory | None = None
     ) -> RecallResult:
-        """The boundary between retrieval internals and anything a caller sees.
-
-        The items of one recall share a few scope sets, so each set is resolved once per call.
-        """
-        resolved: dict[frozenset[str], tuple[Scope, ...]] = {}
-
-        def scopes_of(candidate: Candidate) -> tuple[Scope, ...]:
-            if directory is None:
-                return ()
-            if candidate.scopes not in resolved:
-                resolved[candidate.scopes] = directory.resolve(candidate.scopes)
-            return resolved[candidate.scopes]
-
-        evidence = tuple(Evidence._with_scopes(c, scopes_of(c)) for c in candidates)
-        return trusted(cls, {"evidence": evidence})
+        """The boundary between retrieval internals and anything a caller sees."""
+        return build_result(
+            ((c.lane, c.line, c.scopes, c.resource_uri) for c in candidates), directory
+        )
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented idiom
     @property
@@ -127,6 +148,21 @@ class RecallResult(BaseModel):
             if scope.name != PRIVATE
         }
         return tuple(sorted(by_name.values(), key=scope_order))
+
+    def public_json(self) -> dict[str, Any]:
+        """`model_dump(mode="json")`, built directly.
+
+        Both adapters attach this to every block they return; pydantic's generic serializer
+        (with a per-item field serializer and a computed field) cost as much as rendering the
+        block. A test pins the two to be equal for every result.
+        """
+        return {
+            "evidence": [item.public_json() for item in self.evidence],
+            "shared_scopes": [
+                {"name": scope.name, "description": scope.description}
+                for scope in self.shared_scopes
+            ],
+        }
 
     def to_markdown(self) -> str:
         """The block a prompt receives, or `""` when there is nothing to show."""

@@ -241,3 +241,42 @@ def test_models_are_frozen(seed_candidates: list[Candidate]) -> None:
     evidence = Evidence(provenance=Provenance.SOURCE, text="t")
     with pytest.raises(ValidationError):
         evidence.text = "changed"  # type: ignore[misc]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(list(Lane)),
+            st.text(max_size=20),
+            st.lists(st.sampled_from(["me", "o1", "o2", "o3"]), max_size=3),
+            st.booleans(),
+        ),
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_the_fast_public_json_equals_pydantics_dump(
+    rows: list[tuple[Lane, str, list[str], bool]], with_directory: bool
+) -> None:
+    directory = ScopeDirectory.for_caller(
+        "me",
+        {
+            "o1": Scope(name="beta", description="B"),
+            "o2": Scope(name="alpha"),
+            "o3": Scope(name="alpha", description="also alpha"),
+        },
+    )
+    candidates = [
+        Candidate(
+            lane=lane,
+            line=line,
+            scopes=scopes,
+            artifact_id=ARTIFACT if linked else None,
+            artifact_content_id=CONTENT if linked else None,
+        )
+        for lane, line, scopes, linked in rows
+    ]
+    result = RecallResult.from_candidates(candidates, directory if with_directory else None)
+    assert result.public_json() == result.model_dump(mode="json")
+    for evidence in result.evidence:
+        assert evidence.public_json() == evidence.model_dump(mode="json")
