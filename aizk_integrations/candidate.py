@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from math import ceil
+from typing import cast
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -30,17 +32,27 @@ class Lane(StrEnum):
     OVERVIEW = "overview"
 
 
+_COLLECTIONS = frozenset({list, tuple, set, frozenset})
+
+
 def scope_ids(value: object) -> frozenset[str]:
     """Normalise the ways a caller may name scopes into one set of string ids.
 
     A bare string is one id rather than a collection of characters, and UUIDs become their
     canonical string so that a directory keyed by `UUID` and metadata holding strings agree.
     """
+    if type(value) in _COLLECTIONS:
+        # The usual case, plain non-empty strings, costs one set and one look at each id.
+        try:
+            ids: frozenset[object] | None = frozenset(cast("Iterable[object]", value))
+        except TypeError:  # an unhashable id: the general path below says which
+            ids = None
+        if ids is not None and all(type(scope_id) is str and scope_id for scope_id in ids):
+            return cast("frozenset[str]", ids)  # every id was just checked to be a str
     if isinstance(value, str | UUID):
         return frozenset((_scope_id(value),))
     if isinstance(value, list | tuple | set | frozenset):
-        # Plain non-empty strings, the usual case, are taken as they are without a call each.
-        return frozenset([i if type(i) is str and i else _scope_id(i) for i in value])
+        return frozenset([_scope_id(item) for item in value])
     raise TypeError(
         f"scopes must be a scope id (str or UUID) or a list, tuple or set of them, "
         f"not {type(value).__name__}"

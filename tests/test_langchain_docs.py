@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# The section is written as a fragment and merged into the README; test wherever it lives.
-SECTION_SOURCES = (ROOT / "README.md", ROOT / "docs" / "readme_langchain.md")
+SECTION_SOURCES = (ROOT / "README.md",)
 
 
 def langchain_sections() -> list[tuple[Path, str]]:

@@ -180,10 +180,11 @@ def test_a_query_where_everything_is_withheld_reaches_the_llm_with_no_context(
 
 
 def readme_llama_index_snippet() -> str:
-    """The LlamaIndex section's python block: from README.md once merged, else the fragment."""
+    """The LlamaIndex section's python block in README.md."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = re.search(r"^## LlamaIndex\n.*?(?=^## |\Z)", readme, re.S | re.M)
-    text = str(section.group(0)) if section else (ROOT / "docs/readme_llama_index.md").read_text()
+    assert section, "README.md has no '## LlamaIndex' section"
+    text = str(section.group(0))
     snippets: list[str] = re.findall(r"```python\n(.*?)```", text, re.S)
     assert len(snippets) == 1, "the LlamaIndex section should hold one python block"
     return snippets[0]

@@ -29,6 +29,7 @@ def test_the_sections_come_in_the_order_a_newcomer_needs_them() -> None:
         "Metadata conventions",
         "Scopes and authorization",
         "What the budget counts, and why it is a prefix",
+        "Plugging a real tokenizer",
         "Where to put the block in a prompt",
         "Bad input",
         "Performance",
