@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import time
 from collections.abc import Callable, Sequence
-from uuid import UUID
 
 from langchain_core.documents import Document
 from llama_index.core.utils import get_tokenizer
+from run import BUDGET, ORGANIZATION, READER, RETRIEVED, corpus, sample  # bench/run.py's corpus
 
 from aizk_integrations import Scope, ScopeDirectory, TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
@@ -30,74 +29,7 @@ from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.packer import PackingSettings
 
 SEED = 7
-RETRIEVED = 100
-BUDGET = 2048
 GOAL = 1.5
-READER = "reader-7f3a"
-ORGANIZATION = "org-reading-group"
-LANES = ("sources", "working_memory", "facts", "profile", "communities", "overview")
-WORDS = [
-    "reranker",
-    "ablation",
-    "sweep",
-    "fused",
-    "lane",
-    "retrieval",
-    "plan",
-    "budget",
-    "token",
-    "evidence",
-    "scope",
-    "session",
-    "memory",
-    "profile",
-    "community",
-    "overview",
-    "artifact",
-    "revision",
-    "quarter",
-    "target",
-    "study",
-    "block",
-    "morning",
-    "review",
-    "notes",
-    "draft",
-    "chapter",
-    "summary",
-    "meeting",
-    "agenda",
-    "owner",
-    "deadline",
-    "metric",
-    "baseline",
-    "recall",
-]
-
-
-def corpus(rng: random.Random) -> list[tuple[str, dict[str, object]]]:
-    """100 items of 20-150 words with a few line breaks, each in both of the reader's scopes."""
-    items = []
-    for _ in range(RETRIEVED):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(20, 150))]
-        for position in range(12, len(words), rng.randint(12, 40)):
-            words[position] += "\n"
-        metadata: dict[str, object] = {
-            "lane": rng.choice(LANES),
-            "scopes": [READER, ORGANIZATION],
-            "artifact_id": str(UUID(int=rng.getrandbits(128), version=4)),
-            "artifact_content_id": str(UUID(int=rng.getrandbits(128), version=4)),
-        }
-        items.append((" ".join(words).replace("\n ", "\n"), metadata))
-    return items
-
-
-def sample(call: Callable[[], object], loops: int) -> float:
-    """Seconds per call, averaged over `loops` back-to-back calls."""
-    start = time.perf_counter()
-    for _ in range(loops):
-        call()
-    return (time.perf_counter() - start) / loops
 
 
 def medians(
