@@ -150,7 +150,9 @@ def _texts_and_metadata(nodes: Sequence[NodeWithScore]) -> Iterator[tuple[object
     """
     for position, scored in enumerate(nodes):
         node = scored.node
-        text = node.get_content(metadata_mode=MetadataMode.NONE)
+        # A plain TextNode's content without metadata is its `text` (TextNode.get_content
+        # returns it for MetadataMode.NONE), and asking for it would first format the metadata.
+        text = node.text if type(node) is TextNode else node.get_content(MetadataMode.NONE)
         if text == "" and _carries_media(node):
             raise EvidenceError(
                 f"{_label(nodes, position)}: content is a {type(node).__name__} with media but "

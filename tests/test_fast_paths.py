@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from aizk_integrations import (
     Candidate,
@@ -23,6 +24,7 @@ from aizk_integrations import (
     ScopeDirectory,
 )
 from aizk_integrations.candidate import scope_ids
+from aizk_integrations.llama_index import _texts_and_metadata
 from aizk_integrations.metadata import MetadataFieldError, candidate_from_metadata
 from aizk_integrations.rendering import INDENT, code_span, indent_lines, one_line
 from aizk_integrations.trusted import trusted
@@ -221,3 +223,12 @@ def test_trusted_construction_equals_model_construct(seed_candidates: list[Candi
         assert built.__pydantic_private__ is reference.__pydantic_private__
         assert built.model_dump() == reference.model_dump()
         assert hash(built) == hash(reference)
+
+
+@given(st.text(max_size=30), st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3))
+def test_a_text_nodes_text_is_its_content_without_metadata(
+    text: str, metadata: dict[str, str]
+) -> None:
+    node = NodeWithScore(node=TextNode(text=text, metadata=metadata), score=1.0)
+    [(read, _)] = list(_texts_and_metadata([node]))
+    assert read == node.node.get_content(metadata_mode=MetadataMode.NONE)
