@@ -12,7 +12,9 @@ from aizk_integrations.trusted import trusted
 
 _LANES = {lane.value: lane for lane in Lane}
 _ALLOWED_LANES = ", ".join(_LANES)
-_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_CANONICAL_UUID = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+).fullmatch
 
 
 class MetadataFieldError(ValueError):
@@ -116,7 +118,7 @@ def _uuid_text(metadata: Mapping[object, object], key: str) -> str | None:
     if value is None:
         return None
     # Canonical text, the usual case, is already its own canonical form.
-    if type(value) is str and _CANONICAL_UUID.fullmatch(value):
+    if type(value) is str and _CANONICAL_UUID(value):
         return value
     if isinstance(value, UUID):
         return str(value)

@@ -179,7 +179,10 @@ class PackingSettings(BaseModel):
         steps: list[CutStep] = []
         withheld = running = 0
         for position, (text, metadata) in enumerate(items):
-            row = self._read(text, metadata, position, describe, keys)
+            try:
+                row = read_item(text, metadata, keys)
+            except MetadataFieldError as error:
+                raise EvidenceError(f"{describe(position)}: {error}") from None
             if readable is not None and not (
                 row.scopes <= readable if row.scopes else allow_unscoped
             ):

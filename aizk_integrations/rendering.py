@@ -92,10 +92,14 @@ def render_recall(result: RecallResult) -> str:
     """
     if not result.evidence:
         return ""
-    rows = [
-        (item.provenance.label, intersection(item.scopes), item.text, item.resource_uri)
-        for item in result.evidence
-    ]
+    # Items of one recall share a few scope tuples (see `build_result`): join each once.
+    joined: dict[int, str] = {}
+    rows = []
+    for item in result.evidence:
+        names = joined.get(id(item.scopes))
+        if names is None:
+            names = joined[id(item.scopes)] = intersection(item.scopes)
+        rows.append((item.provenance.label, names, item.text, item.resource_uri))
     # `Template.render`, minus copying Jinja's globals (range, lipsum, ...) into a fresh context:
     # the template uses none, and the copy was the largest fixed cost of a render.
     context = _template.new_context({"evidence": rows, "shared_scopes": result.shared_scopes}, True)

@@ -38,6 +38,9 @@ _LABELS = {
     Provenance.DERIVED: "Derived memory",
 }
 
+_JSON_VALUE = {provenance: provenance.value for provenance in Provenance}
+"""Plain strings for the JSON; an enum's `.value` is a slow descriptor on the hot path."""
+
 _PROVENANCE_OF_LANE = {
     Lane.SOURCES: Provenance.SOURCE,
     Lane.WORKING_MEMORY: Provenance.SESSION,
@@ -69,7 +72,7 @@ class Evidence(BaseModel):
     def public_json(self) -> dict[str, Any]:
         """`model_dump(mode="json")`, built directly (see `RecallResult.public_json`)."""
         return {
-            "provenance": self.provenance.value,
+            "provenance": _JSON_VALUE[self.provenance],
             "text": self.text,
             "scopes": [scope.name for scope in self.scopes],
             "resource_uri": self.resource_uri,
