@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 from uuid import UUID
 
-from aizk_integrations.candidate import Candidate, Lane, scope_ids
-from aizk_integrations.trusted import trusted
+from aizk_integrations.candidate import Lane, scope_ids
 
 _LANES = {lane.value: lane for lane in Lane}
 _ALLOWED_LANES = ", ".join(_LANES)
@@ -35,7 +34,7 @@ class Row(NamedTuple):
 
     The adapters read items far more often than they keep them, so a row stays a tuple with the
     artifact ids as canonical UUID text (which is all a resource URI needs), and only the kept
-    rows become public models.
+    rows become public models. It has the attributes the walks read of a `Candidate`.
     """
 
     lane: Lane
@@ -50,22 +49,6 @@ class Row(NamedTuple):
         if self.artifact_id is None or self.artifact_content_id is None:
             return None
         return f"aizk://artifacts/{self.artifact_id}/contents/{self.artifact_content_id}"
-
-    def candidate(self) -> Candidate:
-        """The row as a `Candidate`, for the paths that walk candidates."""
-        # Every field was checked when the row was read.
-        return trusted(
-            Candidate,
-            {
-                "lane": self.lane,
-                "line": self.line,
-                "scopes": self.scopes,
-                "artifact_id": None if self.artifact_id is None else UUID(self.artifact_id),
-                "artifact_content_id": (
-                    None if self.artifact_content_id is None else UUID(self.artifact_content_id)
-                ),
-            },
-        )
 
 
 def read_item(text: object, metadata: object, keys: MetadataKeys) -> Row:
@@ -96,20 +79,6 @@ def read_item(text: object, metadata: object, keys: MetadataKeys) -> Row:
         _uuid_text(metadata, keys.artifact_id),
         _uuid_text(metadata, keys.artifact_content_id),
     )
-
-
-def candidate_from_metadata(
-    text: object,
-    metadata: object,
-    *,
-    lane_key: str,
-    scopes_key: str,
-    artifact_id_key: str,
-    artifact_content_id_key: str,
-) -> Candidate:
-    """Build a candidate from an item's text and metadata, refusing anything malformed."""
-    keys = MetadataKeys(lane_key, scopes_key, artifact_id_key, artifact_content_id_key)
-    return read_item(text, metadata, keys).candidate()
 
 
 def _uuid_text(metadata: Mapping[object, object], key: str) -> str | None:

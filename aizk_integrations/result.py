@@ -78,12 +78,6 @@ class Evidence(BaseModel):
             "resource_uri": self.resource_uri,
         }
 
-    @classmethod
-    def from_candidate(cls, candidate: Candidate, directory: ScopeDirectory | None) -> Evidence:
-        """Translate an internal row; without a directory there are no scope labels."""
-        scopes = () if directory is None else directory.resolve(candidate.scopes)
-        return _evidence(candidate.lane, candidate.line, scopes, candidate.resource_uri)
-
 
 def _evidence(lane: Lane, text: str, scopes: tuple[Scope, ...], uri: str | None) -> Evidence:
     # Every part was validated when the row and the directory were built.

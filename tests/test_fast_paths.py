@@ -25,7 +25,7 @@ from aizk_integrations import (
 )
 from aizk_integrations.candidate import scope_ids
 from aizk_integrations.llama_index import _texts_and_metadata
-from aizk_integrations.metadata import MetadataFieldError, candidate_from_metadata
+from aizk_integrations.metadata import MetadataFieldError, MetadataKeys, read_item
 from aizk_integrations.rendering import INDENT, code_span, indent_lines, one_line
 from aizk_integrations.trusted import trusted
 
@@ -154,6 +154,9 @@ uuid_like = st.lists(
 ).map("".join)
 
 
+KEYS = MetadataKeys("lane", "scopes", "artifact_id", "artifact_content_id")
+
+
 def _reference_uuid(value: str) -> UUID | None:
     try:
         return UUID(value)
@@ -165,19 +168,12 @@ def _reference_uuid(value: str) -> UUID | None:
 def test_metadata_uuids_accept_exactly_what_the_standard_library_accepts(value: str) -> None:
     expected = _reference_uuid(value)
     try:
-        candidate = candidate_from_metadata(
-            "x",
-            {"artifact_id": value},
-            lane_key="lane",
-            scopes_key="scopes",
-            artifact_id_key="artifact_id",
-            artifact_content_id_key="artifact_content_id",
-        )
+        row = read_item("x", {"artifact_id": value}, KEYS)
     except MetadataFieldError:
         assert expected is None
     else:
-        assert candidate.artifact_id == expected
-        assert type(candidate.artifact_id) is UUID
+        assert expected is not None
+        assert row.artifact_id == str(expected)  # canonical text of exactly that UUID
 
 
 @given(st.lists(st.one_of(st.text(max_size=4), st.uuids(), st.integers()), max_size=4))
