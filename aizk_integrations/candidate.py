@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from math import ceil
 from typing import cast
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import SchemaSerializer, core_schema
 
-from aizk_integrations.defaults import DEFAULT_CHARS_PER_TOKEN
+from aizk_integrations.tokens import estimate_tokens
 
 _UUID_TEXT = SchemaSerializer(core_schema.uuid_schema())
 """Writes a UUID's canonical text in pydantic-core, faster than `str(uuid)` in Python."""
@@ -101,7 +100,7 @@ class Candidate(BaseModel):
         Deliberately cheap: packing runs on every recall, so a character count stands in for a
         tokenizer. Pass a `token_counter` to `pack` when the estimate is not good enough.
         """
-        return ceil(len(self.line) / DEFAULT_CHARS_PER_TOKEN)
+        return estimate_tokens(self.line)
 
     @property
     def resource_uri(self) -> str | None:

@@ -24,6 +24,7 @@ from aizk_integrations.tokens import (
     TokenCounter,
     check_chars_per_token,
     counted_tokens,
+    estimate_tokens,
 )
 
 Describe = Callable[[int], str]
@@ -167,30 +168,24 @@ class PackingSettings(BaseModel):
         """The seed's walk (`packing.pack`), fused with reading and authorizing in one loop.
 
         This runs on every chain call, so the rows stay tuples and only the kept ones become
-        public models; the rules are the ones `pack` and `ScopeDirectory.permits` state, and
-        the tests hold this loop to both.
+        public models; the walk's rule is `pack`'s, and the tests hold this loop to it.
         """
         keys = self._keys()
         counter = self._counter()
-        readable = None if reader is None else reader.scopes.keys()
-        allow_unscoped = self.allow_unscoped
         kept: list[Row] = []
         positions: list[int] = []
         steps: list[CutStep] = []
         withheld = running = 0
         for position, (text, metadata) in enumerate(items):
-            try:
-                row = read_item(text, metadata, keys)
-            except MetadataFieldError as error:
-                raise EvidenceError(f"{describe(position)}: {error}") from None
-            if readable is not None and not (
-                row.scopes <= readable if row.scopes else allow_unscoped
+            row = self._read(text, metadata, position, describe, keys)
+            if reader is not None and not reader.permits(
+                row.scopes, allow_unscoped=self.allow_unscoped
             ):
                 withheld += 1
                 continue
             rank = len(steps) + 1
             if counter is None:
-                tokens = -(-len(row.line) // 4)  # ceil(len / 4), Candidate.token_count
+                tokens = estimate_tokens(row.line)
             else:
                 tokens = counted_tokens(counter, row.line, _naming(describe, position), rank)
             running += tokens + 1  # + 1 pays for the joining newline

@@ -12,6 +12,11 @@ TokenCounter = Callable[[str], int]
 """Anything that maps a text to a non-negative number of tokens."""
 
 
+def estimate_tokens(text: str) -> int:
+    """The seed's cheap count, `ceil(len(text) / 4)`: every packing walk's default."""
+    return ceil(len(text) / DEFAULT_CHARS_PER_TOKEN)
+
+
 class CharsPerToken:
     """The seed's estimate, `ceil(len(text) / chars_per_token)`, with a configurable ratio.
 
