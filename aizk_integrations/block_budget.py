@@ -19,7 +19,7 @@ from math import ceil
 from typing import NamedTuple, Protocol
 
 from aizk_integrations.candidate import Candidate, Lane
-from aizk_integrations.packing import CutStep, Decision, check_budget
+from aizk_integrations.packing import CutStep, Decision, by_rank, check_budget
 from aizk_integrations.rendering import INDENT, code_span, indent_lines, one_line
 from aizk_integrations.result import Provenance, RecallResult, build_result
 from aizk_integrations.scopes import PRIVATE, Scope, ScopeDirectory
@@ -99,7 +99,7 @@ def cut_block(
     past the cut.
     """
     check_budget(budget)
-    name = describe or _by_rank
+    name = describe or by_rank
     counter = CharsPerToken() if token_counter is None else token_counter
     heuristic = counter if type(counter) is CharsPerToken else None
 
@@ -186,10 +186,6 @@ def _recut(steps: list[CutStep], kept: int) -> tuple[CutStep, ...]:
 
 def _length(text: str, rank: int) -> int:
     return len(text)
-
-
-def _by_rank(rank: int) -> str:
-    return f"candidate {rank}"
 
 
 def _label(lane: Lane, scopes: tuple[Scope, ...]) -> str:

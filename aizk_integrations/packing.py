@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import NamedTuple, Protocol
 
@@ -72,19 +72,18 @@ def walk(
     budget: int,
     *,
     token_counter: TokenCounter | None = None,
-    describe: Callable[[int], str] | None = None,
 ) -> Iterator[PackStep]:
     """Walk every candidate, recording the running cost and the decision for each.
 
     Each candidate costs its tokens plus one for the newline that joins the lines. The walk
-    itself never stops early; `pack` stops consuming it at the first drop. `describe` names the
-    candidate at a rank in error messages, for callers who know it by another name.
+    itself never stops early; `pack` stops consuming it at the first drop.
     """
     check_budget(budget)
-    return _walk(candidates, budget, token_counter, describe or _by_rank)
+    return _walk(candidates, budget, token_counter)
 
 
-def _by_rank(rank: int) -> str:
+def by_rank(rank: int) -> str:
+    """How an error names a candidate when the caller has no other name for it."""
     return f"candidate {rank}"
 
 
@@ -92,7 +91,6 @@ def _walk(
     candidates: Iterable[Candidate],
     budget: int,
     token_counter: TokenCounter | None,
-    describe: Callable[[int], str],
 ) -> Iterator[PackStep]:
     running = 0
     cut = False
@@ -100,7 +98,7 @@ def _walk(
         if token_counter is None:
             tokens = candidate.token_count
         else:
-            tokens = counted_tokens(token_counter, candidate.line, describe, rank)
+            tokens = counted_tokens(token_counter, candidate.line, by_rank, rank)
         running += tokens + 1
         if cut:
             decision = Decision.AFTER_CUT
