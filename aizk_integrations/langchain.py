@@ -195,17 +195,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
 def _kept_document(evidence: Evidence) -> Document:
     """A new `Document` for one kept item, carrying only what the public result carries.
 
-    The scope names go under `scope_names`, not the `scopes` key the packer reads scope ids
-    from, so a kept document fed back into a packer can never pass its reader's names off as
-    ids. The input's id is left behind: it is the vector store's key, a framework id, and
-    the public pointer to the grounding revision is `resource_uri`.
+    The input's id is left behind: it is the vector store's key, a framework id, and the public
+    pointer to the grounding revision is `resource_uri`.
     """
-    public = evidence.public_json()
-    return Document(
-        page_content=evidence.text,
-        metadata={
-            "provenance": public["provenance"],
-            "scope_names": public["scopes"],
-            "resource_uri": public["resource_uri"],
-        },
-    )
+    return Document(page_content=evidence.text, metadata=evidence.item_metadata())

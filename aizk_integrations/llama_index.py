@@ -214,18 +214,8 @@ def _kept_nodes(nodes: Sequence[NodeWithScore], outcome: PackOutcome) -> list[No
     kept = []
     for position, evidence in zip(outcome.kept_positions, outcome.result.evidence, strict=True):
         original = nodes[position]
-        public = evidence.public_json()
         node = TextNode(
-            id_=original.node.node_id,
-            text=evidence.text,
-            # Same keys as the LangChain adapter; names sit under `scope_names`, never under the
-            # `scopes` key the packer reads ids from, so a kept node fed back in cannot pass a
-            # reader's names off as scope ids.
-            metadata={
-                "provenance": public["provenance"],
-                "scope_names": public["scopes"],
-                "resource_uri": public["resource_uri"],
-            },
+            id_=original.node.node_id, text=evidence.text, metadata=evidence.item_metadata()
         )
         kept.append(NodeWithScore(node=node, score=original.score))
     return kept

@@ -69,6 +69,18 @@ class Evidence(BaseModel):
     def _scope_names(self, scopes: tuple[Scope, ...]) -> list[str]:
         return [scope.name for scope in scopes]
 
+    def item_metadata(self) -> dict[str, Any]:
+        """The metadata an adapter gives a kept item it returns on its own, for citations.
+
+        Scope names sit under `scope_names`, never under the `scopes` key the packer reads ids
+        from, so an item fed back into a packer cannot pass its reader's names off as scope ids.
+        """
+        return {
+            "provenance": _JSON_VALUE[self.provenance],
+            "scope_names": [scope.name for scope in self.scopes],
+            "resource_uri": self.resource_uri,
+        }
+
     def public_json(self) -> dict[str, Any]:
         """`model_dump(mode="json")`, built directly (see `RecallResult.public_json`)."""
         return {
