@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 import logging
 import sys
 import threading
+import types
+from typing import Any
 from uuid import UUID
 
 import pytest
 from llama_index.core.base.llms.types import TextBlock
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.span_handlers.base import BaseSpanHandler
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import (
     ImageNode,
@@ -22,6 +27,7 @@ from llama_index.core.schema import (
     NodeWithScore,
     TextNode,
 )
+from pydantic import Field
 
 import aizk_integrations.llama_index as adapter
 from aizk_integrations import EvidenceError, Scope, ScopeDirectory
@@ -212,6 +218,69 @@ def test_the_block_node_id_follows_its_content() -> None:
     assert first[0].node.node_id == again[0].node.node_id
     assert str(UUID(first[0].node.node_id)) == first[0].node.node_id
     assert smaller[0].node.node_id != first[0].node.node_id
+
+
+class SpanRecorder(BaseSpanHandler[Any]):
+    """Records what LlamaIndex's instrumentation tells a tracing handler, as Langfuse would see."""
+
+    entered: list[tuple[str, dict[str, Any]]] = Field(default_factory=list)
+    exited: list[tuple[str, Any]] = Field(default_factory=list)
+
+    def new_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        parent_span_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.entered.append((id_, dict(bound_args.arguments)))
+
+    def prepare_to_exit_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        result: Any | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.exited.append((id_, result))
+
+    def prepare_to_drop_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        err: BaseException | None = None,
+        **kwargs: Any,
+    ) -> None:
+        pass
+
+
+def test_tracing_handlers_still_see_the_postprocessor_span_with_its_arguments() -> None:
+    # The span's signature is computed once (for speed): it must be the one Python would compute.
+    original = AizkEvidencePostprocessor._postprocess_nodes.__wrapped__
+    unmarked = types.FunctionType(original.__code__, original.__globals__)
+    unmarked.__defaults__ = original.__defaults__
+    unmarked.__annotations__ = original.__annotations__
+    assert not hasattr(unmarked, "__signature__")
+    assert inspect.signature(original) == inspect.signature(unmarked)
+    recorder = SpanRecorder()
+    root = get_dispatcher()
+    root.add_span_handler(recorder)
+    nodes = retrieved()
+    try:
+        out = postprocessor().postprocess_nodes(nodes, query_str="plan")
+    finally:
+        root.span_handlers.remove(recorder)
+    spans = [(id_, args) for id_, args in recorder.entered if "AizkEvidencePostprocessor" in id_]
+    assert len(spans) == 1
+    span_id, arguments = spans[0]
+    assert span_id.startswith("AizkEvidencePostprocessor._postprocess_nodes-")
+    assert arguments["nodes"] is nodes
+    assert arguments["query_bundle"].query_str == "plan"
+    assert (span_id, out) in recorder.exited
 
 
 # Authorization and order
