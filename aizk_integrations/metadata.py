@@ -72,23 +72,18 @@ def read_item(text: object, metadata: object, keys: MetadataKeys) -> Row:
         scopes = frozenset() if raw_scopes is None else scope_ids(raw_scopes)
     except TypeError as error:
         raise MetadataFieldError(f"metadata {keys.scopes!r}: {error}") from None
-    return Row(
-        _LANES[lane],
-        text,
-        scopes,
-        _uuid_text(metadata, keys.artifact_id),
-        _uuid_text(metadata, keys.artifact_content_id),
-    )
+    artifact_id = metadata.get(keys.artifact_id)
+    content_id = metadata.get(keys.artifact_content_id)
+    # Absent ids and canonical UUID text, the usual cases, are already what a row holds.
+    if not (artifact_id is None or (type(artifact_id) is str and _CANONICAL_UUID(artifact_id))):
+        artifact_id = _uuid_text(artifact_id, keys.artifact_id)
+    if not (content_id is None or (type(content_id) is str and _CANONICAL_UUID(content_id))):
+        content_id = _uuid_text(content_id, keys.artifact_content_id)
+    return Row(_LANES[lane], text, scopes, artifact_id, content_id)
 
 
-def _uuid_text(metadata: Mapping[object, object], key: str) -> str | None:
-    """A UUID, or any text `uuid.UUID` accepts, as canonical UUID text."""
-    value = metadata.get(key)
-    if value is None:
-        return None
-    # Canonical text, the usual case, is already its own canonical form.
-    if type(value) is str and _CANONICAL_UUID(value):
-        return value
+def _uuid_text(value: object, key: str) -> str:
+    """A UUID, or any other text `uuid.UUID` accepts, as canonical UUID text."""
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, str):

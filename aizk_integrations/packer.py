@@ -175,26 +175,29 @@ class PackingSettings(BaseModel):
         kept: list[Row] = []
         positions: list[int] = []
         steps: list[CutStep] = []
-        withheld = running = 0
-        for position, (text, metadata) in enumerate(items):
-            row = self._read(text, metadata, position, describe, keys)
-            if reader is not None and not reader.permits(
-                row.scopes, allow_unscoped=self.allow_unscoped
-            ):
-                withheld += 1
-                continue
-            rank = len(steps) + 1
-            if counter is None:
-                tokens = estimate_tokens(row.line)
-            else:
-                tokens = counted_tokens(counter, row.line, _naming(describe, position), rank)
-            running += tokens + 1  # + 1 pays for the joining newline
-            if running > budget:
-                steps.append(CutStep(rank, row.lane, tokens, running, Decision.OVER_BUDGET))
-                break
-            steps.append(CutStep(rank, row.lane, tokens, running, Decision.KEEP))
-            kept.append(row)
-            positions.append(position)
+        withheld = running = position = 0
+        try:
+            for position, (text, metadata) in enumerate(items):
+                row = read_item(text, metadata, keys)
+                if reader is not None and not reader.permits(
+                    row.scopes, allow_unscoped=self.allow_unscoped
+                ):
+                    withheld += 1
+                    continue
+                rank = len(steps) + 1
+                if counter is None:
+                    tokens = estimate_tokens(row.line)
+                else:
+                    tokens = counted_tokens(counter, row.line, _naming(describe, position), rank)
+                running += tokens + 1  # + 1 pays for the joining newline
+                if running > budget:
+                    steps.append(CutStep(rank, row.lane, tokens, running, Decision.OVER_BUDGET))
+                    break
+                steps.append(CutStep(rank, row.lane, tokens, running, Decision.KEEP))
+                kept.append(row)
+                positions.append(position)
+        except MetadataFieldError as error:  # only `read_item` raises it: name the item
+            raise _item_error(describe, position, error) from None
         return PackOutcome(
             result=build_result(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), reader),
             kept_positions=tuple(positions),
@@ -221,7 +224,10 @@ class PackingSettings(BaseModel):
         def authorized() -> Iterator[Row]:
             nonlocal withheld
             for position, (text, metadata) in enumerate(items):
-                row = self._read(text, metadata, position, describe, keys)
+                try:
+                    row = read_item(text, metadata, keys)
+                except MetadataFieldError as error:
+                    raise _item_error(describe, position, error) from None
                 if reader is not None and not reader.permits(
                     row.scopes, allow_unscoped=self.allow_unscoped
                 ):
@@ -253,21 +259,17 @@ class PackingSettings(BaseModel):
             self.lane_key, self.scopes_key, self.artifact_id_key, self.artifact_content_id_key
         )
 
-    @staticmethod
-    def _read(
-        text: object, metadata: object, position: int, describe: Describe, keys: MetadataKeys
-    ) -> Row:
-        try:
-            return read_item(text, metadata, keys)
-        except MetadataFieldError as error:
-            raise EvidenceError(f"{describe(position)}: {error}") from None
-
     def _counter(self) -> TokenCounter | None:
         if self.token_counter is not None:
             return self.token_counter
         if self.chars_per_token == DEFAULT_CHARS_PER_TOKEN:
             return None  # Candidate.token_count already is this heuristic, without a call.
         return CharsPerToken(self.chars_per_token)
+
+
+def _item_error(describe: Describe, position: int, error: MetadataFieldError) -> EvidenceError:
+    """The error for a malformed item, naming which one it was."""
+    return EvidenceError(f"{describe(position)}: {error}")
 
 
 def _naming(describe: Describe, position: int) -> Callable[[int], str]:

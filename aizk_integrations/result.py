@@ -91,19 +91,6 @@ class Evidence(BaseModel):
         }
 
 
-def _evidence(lane: Lane, text: str, scopes: tuple[Scope, ...], uri: str | None) -> Evidence:
-    # Every part was validated when the row and the directory were built.
-    return trusted(
-        Evidence,
-        {
-            "provenance": _PROVENANCE_OF_LANE[lane],
-            "text": text,
-            "scopes": scopes,
-            "resource_uri": uri,
-        },
-    )
-
-
 KeptRow = tuple[Lane, str, frozenset[str], str | None]
 """What the result needs of a kept row: lane, text, scope ids and resource URI."""
 
@@ -122,7 +109,14 @@ def build_result(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> R
             scopes = resolved[scope_ids]
         else:
             scopes = resolved[scope_ids] = directory.resolve(scope_ids)
-        evidence.append(_evidence(lane, text, scopes, uri))
+        # Every part was validated when the row and the directory were built.
+        fields = {
+            "provenance": _PROVENANCE_OF_LANE[lane],
+            "text": text,
+            "scopes": scopes,
+            "resource_uri": uri,
+        }
+        evidence.append(trusted(Evidence, fields))
     return trusted(RecallResult, {"evidence": tuple(evidence)})
 
 
@@ -150,12 +144,14 @@ class RecallResult(BaseModel):
         Private is dropped because the reader already knows their own memory; the header is
         there to say which organizations' memory is in the prompt.
         """
-        by_name = {
-            scope.name: scope
-            for item in self.evidence
-            for scope in item.scopes
-            if scope.name != PRIVATE
-        }
+        # Items share a few scope tuples (see `build_result`), so each is looked at once. Where
+        # two scopes share a name the last one wins, so everything is read from the end.
+        latest_first = {id(item.scopes): item.scopes for item in reversed(self.evidence)}
+        by_name: dict[str, Scope] = {}
+        for scopes in latest_first.values():
+            for scope in reversed(scopes):
+                if scope.name != PRIVATE:
+                    by_name.setdefault(scope.name, scope)
         return tuple(sorted(by_name.values(), key=scope_order))
 
     def public_json(self) -> dict[str, Any]:
@@ -165,8 +161,23 @@ class RecallResult(BaseModel):
         (with a per-item field serializer and a computed field) cost as much as rendering the
         block. A test pins the two to be equal for every result.
         """
+        # The scope names of each shared scope tuple are listed once, and copied per item.
+        names: dict[int, list[str]] = {}
+        evidence = []
+        for item in self.evidence:
+            scope_names = names.get(id(item.scopes))
+            if scope_names is None:
+                scope_names = names[id(item.scopes)] = [scope.name for scope in item.scopes]
+            evidence.append(
+                {
+                    "provenance": _JSON_VALUE[item.provenance],
+                    "text": item.text,
+                    "scopes": scope_names.copy(),
+                    "resource_uri": item.resource_uri,
+                }
+            )
         return {
-            "evidence": [item.public_json() for item in self.evidence],
+            "evidence": evidence,
             "shared_scopes": [
                 {"name": scope.name, "description": scope.description}
                 for scope in self.shared_scopes

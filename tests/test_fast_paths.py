@@ -143,6 +143,32 @@ def test_the_result_equals_one_validated_evidence_per_candidate(
         assert item.model_fields_set == expected.model_fields_set
 
 
+scopes_named_alike = st.lists(
+    st.builds(Scope, name=st.sampled_from(["private", "alpha", "beta"]), description=texts),
+    max_size=3,
+).map(tuple)
+
+
+@given(st.lists(scopes_named_alike, max_size=4), st.lists(st.integers(0, 3), max_size=8))
+def test_shared_scopes_equal_the_item_by_item_reference(
+    scope_tuples: list[tuple[Scope, ...]], picks: list[int]
+) -> None:
+    # Items share tuple objects (as `build_result` makes them) or hold equal ones, and scopes
+    # of one name differ in description: the latest item's scope must still win.
+    tuples = scope_tuples or [()]
+    evidence = tuple(
+        Evidence(provenance=Provenance.SOURCE, text="x", scopes=tuples[pick % len(tuples)])
+        for pick in picks
+    )
+    result = RecallResult(evidence=evidence)
+    by_name = {
+        scope.name: scope for item in evidence for scope in item.scopes if scope.name != "private"
+    }
+    expected = tuple(sorted(by_name.values(), key=lambda scope: scope.name))
+    assert result.shared_scopes == expected
+    assert [s.description for s in result.shared_scopes] == [s.description for s in expected]
+
+
 @given(st.uuids(), st.uuids())
 def test_the_resource_uri_uses_the_uuids_canonical_text(artifact: UUID, content: UUID) -> None:
     candidate = Candidate(line="x", artifact_id=artifact, artifact_content_id=content)
@@ -167,13 +193,16 @@ def _reference_uuid(value: str) -> UUID | None:
 @given(st.one_of(uuid_like, st.uuids().map(str), st.uuids().map(lambda u: str(u).upper())))
 def test_metadata_uuids_accept_exactly_what_the_standard_library_accepts(value: str) -> None:
     expected = _reference_uuid(value)
-    try:
-        row = read_item("x", {"artifact_id": value}, KEYS)
-    except MetadataFieldError:
-        assert expected is None
-    else:
-        assert expected is not None
-        assert row.artifact_id == str(expected)  # canonical text of exactly that UUID
+    for key in ("artifact_id", "artifact_content_id"):
+        if expected is None:
+            with pytest.raises(MetadataFieldError, match=repr(key)):
+                read_item("x", {key: value}, KEYS)
+        else:
+            row = read_item("x", {key: value}, KEYS)
+            # Canonical text of exactly that UUID, in its own field.
+            assert (row.artifact_id, row.artifact_content_id) == (
+                (str(expected), None) if key == "artifact_id" else (None, str(expected))
+            )
 
 
 @given(st.lists(st.one_of(st.text(max_size=4), st.uuids(), st.integers()), max_size=4))
