@@ -90,15 +90,15 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         the settings it was built with; per-request budget and reader go through `as_runnable()`.
         """
         outcome = self._pack(documents, budget=None, directory=None)
-        if not outcome.result.evidence:
+        if not outcome.rows:
             return []
         if self.return_documents:
             return [_kept_document(evidence) for evidence in outcome.result.evidence]
         return [
             Document(
-                page_content=outcome.result.to_markdown(),
+                page_content=outcome.block(),
                 metadata={
-                    RECALL_METADATA_KEY: outcome.result.public_json(),
+                    RECALL_METADATA_KEY: outcome.public_json(),
                     COUNTS_METADATA_KEY: outcome.counts,
                 },
             )
@@ -133,7 +133,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
 
         def block(documents: Sequence[Document], config: RunnableConfig) -> str:
             budget, directory = self._call_settings(config)
-            return self._pack(documents, budget=budget, directory=directory).result.to_markdown()
+            return self._pack(documents, budget=budget, directory=directory).block()
 
         async def ablock(documents: Sequence[Document], config: RunnableConfig) -> str:
             return block(documents, config)

@@ -203,10 +203,10 @@ def _block_node(outcome: PackOutcome) -> NodeWithScore:
     the block does not already say, so hashing it too would only cost time. The block has no
     single score, so none.
     """
-    block = outcome.result.to_markdown()
+    block = outcome.block()
     counts = outcome.counts
     metadata: dict[str, Any] = {
-        _RECALL_KEY: outcome.result.public_json(),
+        _RECALL_KEY: outcome.public_json(),
         _COUNTS_KEY: counts,
     }
     node = TextNode(

@@ -8,7 +8,7 @@ written once. Nothing here imports a framework: an adapter hands over `(text, me
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,8 +17,15 @@ from aizk_integrations.defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, 
 from aizk_integrations.errors import EvidenceError
 from aizk_integrations.metadata import MetadataFieldError, MetadataKeys, Row, read_item
 from aizk_integrations.packing import CutRow, CutStep, Decision, check_budget, cut_table
-from aizk_integrations.result import RecallResult, build_result
-from aizk_integrations.scopes import ScopeDirectory
+from aizk_integrations.rendering import render_rows
+from aizk_integrations.result import (
+    EvidenceRow,
+    RecallResult,
+    evidence_rows,
+    public_json_of,
+    shared_scopes_of,
+)
+from aizk_integrations.scopes import Scope, ScopeDirectory
 from aizk_integrations.tokens import (
     CharsPerToken,
     TokenCounter,
@@ -32,15 +39,34 @@ Describe = Callable[[int], str]
 
 
 class PackOutcome(NamedTuple):
-    """What one adapter call produced, with the counts it reports beside the block."""
+    """What one adapter call produced, with the counts it reports beside the block.
 
-    result: RecallResult
+    The kept evidence stays as rows: the block and the public JSON, which every call needs, are
+    made from them directly, and `result` builds the public models only for a caller that
+    wants them (kept items returned on their own).
+    """
+
+    rows: tuple[EvidenceRow, ...]
+    shared_scopes: tuple[Scope, ...]
     kept_positions: tuple[int, ...]
     withheld: int
     cut: int
     tokens_used: int
     budget: int
     steps: tuple[CutRow, ...]
+
+    @property
+    def result(self) -> RecallResult:
+        """The kept evidence as the public `RecallResult`, built on each access."""
+        return RecallResult.from_rows(self.rows)
+
+    def block(self) -> str:
+        """The markdown block, equal to `result.to_markdown()`."""
+        return render_rows(self.rows, self.shared_scopes)
+
+    def public_json(self) -> dict[str, Any]:
+        """The public JSON, equal to `result.public_json()`."""
+        return public_json_of(self.rows, self.shared_scopes)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -198,8 +224,10 @@ class PackingSettings(BaseModel):
                 positions.append(position)
         except MetadataFieldError as error:  # only `read_item` raises it: name the item
             raise _item_error(describe, position, error) from None
+        rows = evidence_rows(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), reader)
         return PackOutcome(
-            result=build_result(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), reader),
+            rows=tuple(rows),
+            shared_scopes=shared_scopes_of(rows),
             kept_positions=tuple(positions),
             withheld=withheld,
             cut=total - len(kept) - withheld,
@@ -243,9 +271,11 @@ class PackingSettings(BaseModel):
             token_counter=self._counter(),
             describe=lambda rank: describe(positions[rank - 1]),
         )
-        kept_count = len(block.result.evidence)
+        rows = block.result.rows()
+        kept_count = len(rows)
         return PackOutcome(
-            result=block.result,
+            rows=tuple(rows),
+            shared_scopes=block.result.shared_scopes,
             kept_positions=tuple(positions[:kept_count]),
             withheld=withheld,
             cut=total - kept_count - withheld,

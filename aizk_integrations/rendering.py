@@ -17,14 +17,14 @@ What keeps the block safe is structure, enforced by the filters here rather than
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 if TYPE_CHECKING:
-    from aizk_integrations.result import RecallResult
+    from aizk_integrations.result import EvidenceRow
     from aizk_integrations.scopes import Scope
 
 INDENT = "    "
@@ -83,26 +83,26 @@ _environment.filters["code_span"] = code_span
 _template = _environment.get_template("recall.md.j2")
 
 
-def render_recall(result: RecallResult) -> str:
-    """The markdown block for a result; nothing at all when there is no evidence.
+def render_rows(rows: Sequence[EvidenceRow], shared_scopes: Sequence[Scope]) -> str:
+    """The markdown block for a result's rows; nothing at all when there are none.
 
     Each item reaches the template as a plain row (label, scope names, text, resource URI)
     that the loop unpacks: Jinja looks attributes up through the environment, and doing that
     four or five times per item cost more than everything else the block needs.
     """
-    if not result.evidence:
+    if not rows:
         return ""
-    # Items of one recall share a few scope tuples (see `build_result`): join each once.
+    # Items of one recall share a few scope tuples (see `evidence_rows`): join each once.
     joined: dict[int, str] = {}
-    rows = []
-    for item in result.evidence:
-        names = joined.get(id(item.scopes))
+    items = []
+    for provenance, text, scopes, uri in rows:
+        names = joined.get(id(scopes))
         if names is None:
-            names = joined[id(item.scopes)] = intersection(item.scopes)
-        rows.append((item.provenance.label, names, item.text, item.resource_uri))
+            names = joined[id(scopes)] = intersection(scopes)
+        items.append((provenance.label, names, text, uri))
     # `Template.render`, minus copying Jinja's globals (range, lipsum, ...) into a fresh context:
     # the template uses none, and the copy was the largest fixed cost of a render.
-    context = _template.new_context({"evidence": rows, "shared_scopes": result.shared_scopes}, True)
+    context = _template.new_context({"evidence": items, "shared_scopes": shared_scopes}, True)
     try:
         block = _environment.concat(_template.root_render_func(context))
     except Exception:

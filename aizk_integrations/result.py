@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
 
 from aizk_integrations.candidate import Candidate, Lane
-from aizk_integrations.rendering import render_recall
+from aizk_integrations.rendering import render_rows
 from aizk_integrations.scopes import PRIVATE, Scope, ScopeDirectory, scope_order
 from aizk_integrations.trusted import trusted
 
@@ -94,14 +94,22 @@ class Evidence(BaseModel):
 KeptRow = tuple[Lane, str, frozenset[str], str | None]
 """What the result needs of a kept row: lane, text, scope ids and resource URI."""
 
+EvidenceRow = tuple[Provenance, str, tuple[Scope, ...], str | None]
+"""An `Evidence`'s fields as a plain tuple: what the block and the public JSON are made from.
 
-def build_result(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> RecallResult:
-    """The public result for rows already checked and authorized.
+The adapters render and serialise every kept item on every call, and need no model for it; a
+`RecallResult` is built from the same rows only when a caller asks for one.
+"""
 
-    The rows of one recall share a few scope sets, so each set is resolved once per call.
+
+def evidence_rows(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> list[EvidenceRow]:
+    """Rows already checked and authorized, with their provenance and the reader's scopes.
+
+    The rows of one recall share a few scope sets, so each set is resolved once per call, and
+    the items of one set share one scope tuple (which rendering and the JSON rely on).
     """
     resolved: dict[frozenset[str], tuple[Scope, ...]] = {}
-    evidence = []
+    evidence: list[EvidenceRow] = []
     for lane, text, scope_ids, uri in rows:
         if directory is None:
             scopes: tuple[Scope, ...] = ()
@@ -109,15 +117,60 @@ def build_result(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> R
             scopes = resolved[scope_ids]
         else:
             scopes = resolved[scope_ids] = directory.resolve(scope_ids)
-        # Every part was validated when the row and the directory were built.
-        fields = {
-            "provenance": _PROVENANCE_OF_LANE[lane],
-            "text": text,
-            "scopes": scopes,
-            "resource_uri": uri,
-        }
-        evidence.append(trusted(Evidence, fields))
-    return trusted(RecallResult, {"evidence": tuple(evidence)})
+        evidence.append((_PROVENANCE_OF_LANE[lane], text, scopes, uri))
+    return evidence
+
+
+def build_result(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> RecallResult:
+    """The public result for rows already checked and authorized."""
+    return RecallResult.from_rows(evidence_rows(rows, directory))
+
+
+def shared_scopes_of(rows: Sequence[EvidenceRow]) -> tuple[Scope, ...]:
+    """The scopes the rows came from, minus the reader's private one, one per name, by name.
+
+    Private is dropped because the reader already knows their own memory; the header is there
+    to say which organizations' memory is in the prompt.
+    """
+    # Rows share a few scope tuples (see `evidence_rows`), so each is looked at once. Where two
+    # scopes share a name the last one wins, so everything is read from the end.
+    latest_first = {id(row[2]): row[2] for row in reversed(rows)}
+    by_name: dict[str, Scope] = {}
+    for scopes in latest_first.values():
+        for scope in reversed(scopes):
+            if scope.name != PRIVATE:
+                by_name.setdefault(scope.name, scope)
+    return tuple(sorted(by_name.values(), key=scope_order))
+
+
+def public_json_of(rows: Sequence[EvidenceRow], shared_scopes: Sequence[Scope]) -> dict[str, Any]:
+    """`RecallResult.model_dump(mode="json")` of these rows, built directly.
+
+    Both adapters attach this to every block they return; pydantic's generic serializer (with a
+    per-item field serializer and a computed field) cost as much as rendering the block. A test
+    pins the two to be equal for every result.
+    """
+    # The scope names of each shared scope tuple are listed once, and copied per item.
+    names: dict[int, list[str]] = {}
+    evidence = []
+    for provenance, text, scopes, uri in rows:
+        scope_names = names.get(id(scopes))
+        if scope_names is None:
+            scope_names = names[id(scopes)] = [scope.name for scope in scopes]
+        evidence.append(
+            {
+                "provenance": _JSON_VALUE[provenance],
+                "text": text,
+                "scopes": scope_names.copy(),
+                "resource_uri": uri,
+            }
+        )
+    return {
+        "evidence": evidence,
+        "shared_scopes": [
+            {"name": scope.name, "description": scope.description} for scope in shared_scopes
+        ],
+    }
 
 
 class RecallResult(BaseModel):
@@ -136,57 +189,42 @@ class RecallResult(BaseModel):
             ((c.lane, c.line, c.scopes, c.resource_uri) for c in candidates), directory
         )
 
+    @classmethod
+    def from_rows(cls, rows: Iterable[EvidenceRow]) -> RecallResult:
+        """The result holding these rows, each validated when it was read."""
+        evidence = [
+            trusted(
+                Evidence,
+                {"provenance": provenance, "text": text, "scopes": scopes, "resource_uri": uri},
+            )
+            for provenance, text, scopes, uri in rows
+        ]
+        return trusted(cls, {"evidence": tuple(evidence)})
+
+    def rows(self) -> list[EvidenceRow]:
+        """The evidence as plain rows, the form the block and the JSON are made from."""
+        return [
+            (item.provenance, item.text, item.scopes, item.resource_uri) for item in self.evidence
+        ]
+
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented idiom
     @property
     def shared_scopes(self) -> tuple[Scope, ...]:
         """Scopes the evidence came from, minus the reader's private one, by name.
 
-        Private is dropped because the reader already knows their own memory; the header is
-        there to say which organizations' memory is in the prompt.
+        These head the block; `shared_scopes_of` says why private is left out.
         """
-        # Items share a few scope tuples (see `build_result`), so each is looked at once. Where
-        # two scopes share a name the last one wins, so everything is read from the end.
-        latest_first = {id(item.scopes): item.scopes for item in reversed(self.evidence)}
-        by_name: dict[str, Scope] = {}
-        for scopes in latest_first.values():
-            for scope in reversed(scopes):
-                if scope.name != PRIVATE:
-                    by_name.setdefault(scope.name, scope)
-        return tuple(sorted(by_name.values(), key=scope_order))
+        return shared_scopes_of(self.rows())
 
     def public_json(self) -> dict[str, Any]:
-        """`model_dump(mode="json")`, built directly.
-
-        Both adapters attach this to every block they return; pydantic's generic serializer
-        (with a per-item field serializer and a computed field) cost as much as rendering the
-        block. A test pins the two to be equal for every result.
-        """
-        # The scope names of each shared scope tuple are listed once, and copied per item.
-        names: dict[int, list[str]] = {}
-        evidence = []
-        for item in self.evidence:
-            scope_names = names.get(id(item.scopes))
-            if scope_names is None:
-                scope_names = names[id(item.scopes)] = [scope.name for scope in item.scopes]
-            evidence.append(
-                {
-                    "provenance": _JSON_VALUE[item.provenance],
-                    "text": item.text,
-                    "scopes": scope_names.copy(),
-                    "resource_uri": item.resource_uri,
-                }
-            )
-        return {
-            "evidence": evidence,
-            "shared_scopes": [
-                {"name": scope.name, "description": scope.description}
-                for scope in self.shared_scopes
-            ],
-        }
+        """`model_dump(mode="json")`, built directly (see `public_json_of`)."""
+        rows = self.rows()
+        return public_json_of(rows, shared_scopes_of(rows))
 
     def to_markdown(self) -> str:
         """The block a prompt receives, or `""` when there is nothing to show."""
-        return render_recall(self)
+        rows = self.rows()
+        return render_rows(rows, shared_scopes_of(rows))
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()

@@ -23,9 +23,11 @@ from aizk_integrations import (
     Scope,
     ScopeDirectory,
 )
+from aizk_integrations.block_budget import BudgetCovers
 from aizk_integrations.candidate import scope_ids
 from aizk_integrations.llama_index import _texts_and_metadata
 from aizk_integrations.metadata import MetadataFieldError, MetadataKeys, read_item
+from aizk_integrations.packer import PackingSettings
 from aizk_integrations.rendering import INDENT, code_span, indent_lines, one_line
 from aizk_integrations.trusted import trusted
 
@@ -118,6 +120,35 @@ def test_the_block_equals_the_straightforward_per_item_rendering(
 ) -> None:
     result = RecallResult.from_candidates(*recall)
     assert result.to_markdown() == reference_markdown(result)
+
+
+@given(recalls(), st.sampled_from(list(BudgetCovers)), st.integers(1, 400))
+def test_an_adapters_block_and_json_equal_those_of_the_public_result(
+    recall: tuple[list[Candidate], ScopeDirectory | None], covers: BudgetCovers, budget: int
+) -> None:
+    # The adapters render and serialise kept rows without building the public models.
+    candidates, directory = recall
+    items = [
+        (
+            candidate.line,
+            {
+                "lane": candidate.lane.value,
+                "scopes": sorted(candidate.scopes),
+                "artifact_id": candidate.artifact_id,
+                "artifact_content_id": candidate.artifact_content_id,
+            },
+        )
+        for candidate in candidates
+    ]
+    settings = PackingSettings(
+        budget=budget, directory=directory, allow_unscoped=True, budget_covers=covers
+    )
+    outcome = settings.pack_items(iter(items), len(items), str)
+    result = outcome.result
+    assert outcome.block() == result.to_markdown() == reference_markdown(result)
+    assert outcome.public_json() == result.model_dump(mode="json")
+    assert outcome.shared_scopes == result.shared_scopes
+    assert len(result.evidence) == len(outcome.kept_positions)
 
 
 @given(recalls())
