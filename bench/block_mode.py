@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 from llama_index.core.utils import get_tokenizer
 from run import BUDGET, ORGANIZATION, READER, RETRIEVED, corpus, sample  # bench/run.py's corpus
 
-from aizk_integrations import Scope, ScopeDirectory, TokenCounter
+from aizk_integrations import BudgetCovers, Scope, ScopeDirectory, TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.packer import PackingSettings
@@ -61,20 +61,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # LlamaIndex's default tokenizer (tiktoken cl100k_base), loaded from the copy it ships.
     cl100k = counter_from_llama_index(get_tokenizer())
 
-    def packer(covers: str, counter: TokenCounter | None) -> Callable[[], object]:
+    def packer(covers: BudgetCovers, counter: TokenCounter | None) -> Callable[[], object]:
         settings = PackingSettings(
             budget=BUDGET, directory=directory, budget_covers=covers, token_counter=counter
         )
         return lambda: settings.pack_items(iter(items), len(items), str)
 
-    def compressor(covers: str) -> Callable[[], object]:
+    def compressor(covers: BudgetCovers) -> Callable[[], object]:
         adapter = AizkEvidenceCompressor(budget=BUDGET, directory=directory, budget_covers=covers)
         return lambda: adapter.compress_documents(documents, "q")
 
+    each_line, whole = BudgetCovers.LINES, BudgetCovers.BLOCK
     rows = [
-        ("pack_items, default counter", packer("lines", None), packer("block", None), True),
-        ("compress_documents (renders)", compressor("lines"), compressor("block"), True),
-        ("pack_items, cl100k counter", packer("lines", cl100k), packer("block", cl100k), False),
+        ("pack_items, default counter", packer(each_line, None), packer(whole, None), True),
+        ("compress_documents (renders)", compressor(each_line), compressor(whole), True),
+        ("pack_items, cl100k counter", packer(each_line, cl100k), packer(whole, cl100k), False),
     ]
     print(f"{RETRIEVED} items of 20-150 words, budget {BUDGET}, {samples} samples per side")
     print(f"{'call':<30} {'lines':>10} {'block':>10} {'ratio':>7}  goal <= {GOAL}")

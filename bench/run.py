@@ -175,16 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for index, (text, metadata) in enumerate(items)
     ]
-    candidates = [
-        Candidate(
-            lane=metadata["lane"],
-            line=text,
-            scopes=metadata["scopes"],
-            artifact_id=metadata["artifact_id"],
-            artifact_content_id=metadata["artifact_content_id"],
-        )
-        for text, metadata in items
-    ]
+    candidates = [Candidate.model_validate({**metadata, "line": text}) for text, metadata in items]
 
     compressor = AizkEvidenceCompressor(budget=BUDGET, directory=directory)
     postprocessor = AizkEvidencePostprocessor(budget=BUDGET, directory=directory)
@@ -215,7 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
     }
     pairs = [
-        Pair("1 compressor / LangChain stuff", *list(calls)[0:2], goal=0.35),
+        Pair(
+            "1 compressor / LangChain stuff",
+            "aizk compressor, 100 docs",
+            "LangChain stuff format, 100 docs",
+            goal=0.35,
+        ),
         Pair(
             "2 postprocessor / LlamaIndex get_content",
             "aizk postprocessor, 100 nodes",
