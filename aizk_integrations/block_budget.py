@@ -20,8 +20,14 @@ from typing import NamedTuple, Protocol
 
 from aizk_integrations.candidate import Candidate, Lane
 from aizk_integrations.packing import CutStep, Decision, by_rank, check_budget
-from aizk_integrations.rendering import INDENT, code_span, indent_lines, one_line
-from aizk_integrations.result import Provenance, RecallResult, build_result
+from aizk_integrations.rendering import INDENT, code_span, indent_lines, one_line, render_rows
+from aizk_integrations.result import (
+    KeptEvidence,
+    Provenance,
+    RecallResult,
+    kept_evidence,
+    shared_scopes_of,
+)
 from aizk_integrations.scopes import PRIVATE, Scope, ScopeDirectory
 from aizk_integrations.tokens import CharsPerToken, TokenCounter, counted_tokens
 
@@ -55,10 +61,15 @@ class EvidenceRow(Protocol):
 class BlockCut(NamedTuple):
     """Where a whole-block walk stopped, with what it read and the block's exact cost."""
 
-    result: RecallResult
+    evidence: list[KeptEvidence]
     steps: tuple[CutStep, ...]
     tokens: int
-    """The token count of `result.to_markdown()`, which is at most the budget."""
+    """The token count of the kept evidence's block, which is at most the budget."""
+
+    @property
+    def result(self) -> RecallResult:
+        """The kept evidence as the public result, built on each access."""
+        return RecallResult.from_rows(self.evidence)
 
 
 def pack_block(
@@ -148,24 +159,25 @@ def cut_block(
         kept.append(candidate)
         running = total
 
-    result = _result(kept, directory)
+    evidence = _evidence(kept, directory)
     if heuristic is not None or not kept:
-        return BlockCut(result, tuple(steps), running)
-    exact = _exact(counter, result)
+        return BlockCut(evidence, tuple(steps), running)
+    exact = _exact(counter, evidence)
     while exact > budget:
         kept.pop()
-        result = _result(kept, directory)
-        exact = _exact(counter, result) if kept else 0
-    return BlockCut(result, _recut(steps, len(kept)), exact)
+        evidence = _evidence(kept, directory)
+        exact = _exact(counter, evidence) if kept else 0
+    return BlockCut(evidence, _recut(steps, len(kept)), exact)
 
 
-def _result(kept: list[EvidenceRow], directory: ScopeDirectory | None) -> RecallResult:
-    return build_result(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), directory)
+def _evidence(kept: list[EvidenceRow], directory: ScopeDirectory | None) -> list[KeptEvidence]:
+    return kept_evidence(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), directory)
 
 
-def _exact(counter: TokenCounter, result: RecallResult) -> int:
+def _exact(counter: TokenCounter, evidence: list[KeptEvidence]) -> int:
     """The counter's answer for the block as rendered: the number the guarantee is about."""
-    return counted_tokens(counter, result.to_markdown(), lambda _: "the rendered block", 0)
+    block = render_rows(evidence, shared_scopes_of(evidence))
+    return counted_tokens(counter, block, lambda _: "the rendered block", 0)
 
 
 def _recut(steps: list[CutStep], kept: int) -> tuple[CutStep, ...]:

@@ -19,9 +19,9 @@ from aizk_integrations.metadata import MetadataFieldError, MetadataKeys, Row, re
 from aizk_integrations.packing import CutRow, CutStep, Decision, check_budget, cut_table
 from aizk_integrations.rendering import render_rows
 from aizk_integrations.result import (
-    EvidenceRow,
+    KeptEvidence,
     RecallResult,
-    evidence_rows,
+    kept_evidence,
     public_json_of,
     shared_scopes_of,
 )
@@ -46,7 +46,7 @@ class PackOutcome(NamedTuple):
     wants them (kept items returned on their own).
     """
 
-    rows: tuple[EvidenceRow, ...]
+    rows: tuple[KeptEvidence, ...]
     shared_scopes: tuple[Scope, ...]
     kept_positions: tuple[int, ...]
     withheld: int
@@ -224,7 +224,7 @@ class PackingSettings(BaseModel):
                 positions.append(position)
         except MetadataFieldError as error:  # only `read_item` raises it: name the item
             raise _item_error(describe, position, error) from None
-        rows = evidence_rows(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), reader)
+        rows = kept_evidence(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), reader)
         return PackOutcome(
             rows=tuple(rows),
             shared_scopes=shared_scopes_of(rows),
@@ -271,11 +271,10 @@ class PackingSettings(BaseModel):
             token_counter=self._counter(),
             describe=lambda rank: describe(positions[rank - 1]),
         )
-        rows = block.result.rows()
-        kept_count = len(rows)
+        kept_count = len(block.evidence)
         return PackOutcome(
-            rows=tuple(rows),
-            shared_scopes=block.result.shared_scopes,
+            rows=tuple(block.evidence),
+            shared_scopes=shared_scopes_of(block.evidence),
             kept_positions=tuple(positions[:kept_count]),
             withheld=withheld,
             cut=total - kept_count - withheld,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 if TYPE_CHECKING:
-    from aizk_integrations.result import EvidenceRow
+    from aizk_integrations.result import KeptEvidence
     from aizk_integrations.scopes import Scope
 
 INDENT = "    "
@@ -83,7 +83,7 @@ _environment.filters["code_span"] = code_span
 _template = _environment.get_template("recall.md.j2")
 
 
-def render_rows(rows: Sequence[EvidenceRow], shared_scopes: Sequence[Scope]) -> str:
+def render_rows(rows: Sequence[KeptEvidence], shared_scopes: Sequence[Scope]) -> str:
     """The markdown block for a result's rows; nothing at all when there are none.
 
     Each item reaches the template as a plain row (label, scope names, text, resource URI)
@@ -92,7 +92,7 @@ def render_rows(rows: Sequence[EvidenceRow], shared_scopes: Sequence[Scope]) -> 
     """
     if not rows:
         return ""
-    # Items of one recall share a few scope tuples (see `evidence_rows`): join each once.
+    # Items of one recall share a few scope tuples (see `kept_evidence`): join each once.
     joined: dict[int, str] = {}
     items = []
     for provenance, text, scopes, uri in rows:

@@ -94,7 +94,7 @@ class Evidence(BaseModel):
 KeptRow = tuple[Lane, str, frozenset[str], str | None]
 """What the result needs of a kept row: lane, text, scope ids and resource URI."""
 
-EvidenceRow = tuple[Provenance, str, tuple[Scope, ...], str | None]
+KeptEvidence = tuple[Provenance, str, tuple[Scope, ...], str | None]
 """An `Evidence`'s fields as a plain tuple: what the block and the public JSON are made from.
 
 The adapters render and serialise every kept item on every call, and need no model for it; a
@@ -102,14 +102,14 @@ The adapters render and serialise every kept item on every call, and need no mod
 """
 
 
-def evidence_rows(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> list[EvidenceRow]:
+def kept_evidence(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> list[KeptEvidence]:
     """Rows already checked and authorized, with their provenance and the reader's scopes.
 
     The rows of one recall share a few scope sets, so each set is resolved once per call, and
     the items of one set share one scope tuple (which rendering and the JSON rely on).
     """
     resolved: dict[frozenset[str], tuple[Scope, ...]] = {}
-    evidence: list[EvidenceRow] = []
+    evidence: list[KeptEvidence] = []
     for lane, text, scope_ids, uri in rows:
         if directory is None:
             scopes: tuple[Scope, ...] = ()
@@ -123,16 +123,16 @@ def evidence_rows(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> 
 
 def build_result(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> RecallResult:
     """The public result for rows already checked and authorized."""
-    return RecallResult.from_rows(evidence_rows(rows, directory))
+    return RecallResult.from_rows(kept_evidence(rows, directory))
 
 
-def shared_scopes_of(rows: Sequence[EvidenceRow]) -> tuple[Scope, ...]:
+def shared_scopes_of(rows: Sequence[KeptEvidence]) -> tuple[Scope, ...]:
     """The scopes the rows came from, minus the reader's private one, one per name, by name.
 
     Private is dropped because the reader already knows their own memory; the header is there
     to say which organizations' memory is in the prompt.
     """
-    # Rows share a few scope tuples (see `evidence_rows`), so each is looked at once. Where two
+    # Rows share a few scope tuples (see `kept_evidence`), so each is looked at once. Where two
     # scopes share a name the last one wins, so everything is read from the end.
     latest_first = {id(row[2]): row[2] for row in reversed(rows)}
     by_name: dict[str, Scope] = {}
@@ -143,7 +143,7 @@ def shared_scopes_of(rows: Sequence[EvidenceRow]) -> tuple[Scope, ...]:
     return tuple(sorted(by_name.values(), key=scope_order))
 
 
-def public_json_of(rows: Sequence[EvidenceRow], shared_scopes: Sequence[Scope]) -> dict[str, Any]:
+def public_json_of(rows: Sequence[KeptEvidence], shared_scopes: Sequence[Scope]) -> dict[str, Any]:
     """`RecallResult.model_dump(mode="json")` of these rows, built directly.
 
     Both adapters attach this to every block they return; pydantic's generic serializer (with a
@@ -190,7 +190,7 @@ class RecallResult(BaseModel):
         )
 
     @classmethod
-    def from_rows(cls, rows: Iterable[EvidenceRow]) -> RecallResult:
+    def from_rows(cls, rows: Iterable[KeptEvidence]) -> RecallResult:
         """The result holding these rows, each validated when it was read."""
         evidence = [
             trusted(
@@ -201,7 +201,7 @@ class RecallResult(BaseModel):
         ]
         return trusted(cls, {"evidence": tuple(evidence)})
 
-    def rows(self) -> list[EvidenceRow]:
+    def rows(self) -> list[KeptEvidence]:
         """The evidence as plain rows, the form the block and the JSON are made from."""
         return [
             (item.provenance, item.text, item.scopes, item.resource_uri) for item in self.evidence
