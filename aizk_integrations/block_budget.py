@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from math import ceil
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from aizk_integrations.candidate import Candidate, Lane
 from aizk_integrations.packing import CutStep, Decision, by_rank, check_budget
 from aizk_integrations.rendering import INDENT, code_span, indent_lines, one_line, render_rows
 from aizk_integrations.result import (
+    EvidenceRow,
     KeptEvidence,
     Provenance,
     RecallResult,
@@ -43,19 +44,6 @@ class BudgetCovers(StrEnum):
 
     BLOCK = "block"
     """Everything the prompt receives: the rendered block, labels and headers included."""
-
-
-class EvidenceRow(Protocol):
-    """What the walk reads of a row: a `Candidate`, or an adapter's row read from metadata."""
-
-    @property
-    def lane(self) -> Lane: ...
-    @property
-    def line(self) -> str: ...
-    @property
-    def scopes(self) -> frozenset[str]: ...
-    @property
-    def resource_uri(self) -> str | None: ...
 
 
 class BlockCut(NamedTuple):
@@ -159,19 +147,15 @@ def cut_block(
         kept.append(candidate)
         running = total
 
-    evidence = _evidence(kept, directory)
+    evidence = kept_evidence(kept, directory)
     if heuristic is not None or not kept:
         return BlockCut(evidence, tuple(steps), running)
     exact = _exact(counter, evidence)
     while exact > budget:
         kept.pop()
-        evidence = _evidence(kept, directory)
+        evidence = kept_evidence(kept, directory)
         exact = _exact(counter, evidence) if kept else 0
     return BlockCut(evidence, _recut(steps, len(kept)), exact)
-
-
-def _evidence(kept: list[EvidenceRow], directory: ScopeDirectory | None) -> list[KeptEvidence]:
-    return kept_evidence(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), directory)
 
 
 def _exact(counter: TokenCounter, evidence: list[KeptEvidence]) -> int:

@@ -224,7 +224,7 @@ class PackingSettings(BaseModel):
                 positions.append(position)
         except MetadataFieldError as error:  # only `read_item` raises it: name the item
             raise _item_error(describe, position, error) from None
-        rows = kept_evidence(((r.lane, r.line, r.scopes, r.resource_uri) for r in kept), reader)
+        rows = kept_evidence(kept, reader)
         return PackOutcome(
             rows=tuple(rows),
             shared_scopes=shared_scopes_of(rows),

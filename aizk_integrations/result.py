@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
 
@@ -82,7 +82,7 @@ class Evidence(BaseModel):
         }
 
     def public_json(self) -> dict[str, Any]:
-        """`model_dump(mode="json")`, built directly (see `RecallResult.public_json`)."""
+        """`model_dump(mode="json")`, built directly (see `public_json_of`)."""
         return {
             "provenance": _JSON_VALUE[self.provenance],
             "text": self.text,
@@ -91,8 +91,18 @@ class Evidence(BaseModel):
         }
 
 
-KeptRow = tuple[Lane, str, frozenset[str], str | None]
-"""What the result needs of a kept row: lane, text, scope ids and resource URI."""
+class EvidenceRow(Protocol):
+    """What packing and the result read of a row: a `Candidate`, or a row read from metadata."""
+
+    @property
+    def lane(self) -> Lane: ...
+    @property
+    def line(self) -> str: ...
+    @property
+    def scopes(self) -> frozenset[str]: ...
+    @property
+    def resource_uri(self) -> str | None: ...
+
 
 KeptEvidence = tuple[Provenance, str, tuple[Scope, ...], str | None]
 """An `Evidence`'s fields as a plain tuple: what the block and the public JSON are made from.
@@ -102,7 +112,9 @@ The adapters render and serialise every kept item on every call, and need no mod
 """
 
 
-def kept_evidence(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> list[KeptEvidence]:
+def kept_evidence(
+    rows: Iterable[EvidenceRow], directory: ScopeDirectory | None
+) -> list[KeptEvidence]:
     """Rows already checked and authorized, with their provenance and the reader's scopes.
 
     The rows of one recall share a few scope sets, so each set is resolved once per call, and
@@ -110,20 +122,15 @@ def kept_evidence(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> 
     """
     resolved: dict[frozenset[str], tuple[Scope, ...]] = {}
     evidence: list[KeptEvidence] = []
-    for lane, text, scope_ids, uri in rows:
+    for row in rows:
         if directory is None:
             scopes: tuple[Scope, ...] = ()
-        elif scope_ids in resolved:
-            scopes = resolved[scope_ids]
+        elif row.scopes in resolved:
+            scopes = resolved[row.scopes]
         else:
-            scopes = resolved[scope_ids] = directory.resolve(scope_ids)
-        evidence.append((_PROVENANCE_OF_LANE[lane], text, scopes, uri))
+            scopes = resolved[row.scopes] = directory.resolve(row.scopes)
+        evidence.append((_PROVENANCE_OF_LANE[row.lane], row.line, scopes, row.resource_uri))
     return evidence
-
-
-def build_result(rows: Iterable[KeptRow], directory: ScopeDirectory | None) -> RecallResult:
-    """The public result for rows already checked and authorized."""
-    return RecallResult.from_rows(kept_evidence(rows, directory))
 
 
 def shared_scopes_of(rows: Sequence[KeptEvidence]) -> tuple[Scope, ...]:
@@ -185,9 +192,7 @@ class RecallResult(BaseModel):
         cls, candidates: Iterable[Candidate], directory: ScopeDirectory | None = None
     ) -> RecallResult:
         """The boundary between retrieval internals and anything a caller sees."""
-        return build_result(
-            ((c.lane, c.line, c.scopes, c.resource_uri) for c in candidates), directory
-        )
+        return cls.from_rows(kept_evidence(candidates, directory))
 
     @classmethod
     def from_rows(cls, rows: Iterable[KeptEvidence]) -> RecallResult:

@@ -184,7 +184,7 @@ scopes_named_alike = st.lists(
 def test_shared_scopes_equal_the_item_by_item_reference(
     scope_tuples: list[tuple[Scope, ...]], picks: list[int]
 ) -> None:
-    # Items share tuple objects (as `build_result` makes them) or hold equal ones, and scopes
+    # Items share tuple objects (as `kept_evidence` makes them) or hold equal ones, and scopes
     # of one name differ in description: the latest item's scope must still win.
     tuples = scope_tuples or [()]
     evidence = tuple(
