@@ -83,12 +83,20 @@ class Evidence(BaseModel):
 
     def public_json(self) -> dict[str, Any]:
         """`model_dump(mode="json")`, built directly (see `public_json_of`)."""
-        return {
-            "provenance": _JSON_VALUE[self.provenance],
-            "text": self.text,
-            "scopes": [scope.name for scope in self.scopes],
-            "resource_uri": self.resource_uri,
-        }
+        names = [scope.name for scope in self.scopes]
+        return _evidence_json(self.provenance, self.text, names, self.resource_uri)
+
+
+def _evidence_json(
+    provenance: Provenance, text: str, scope_names: list[str], uri: str | None
+) -> dict[str, Any]:
+    """One evidence item's public JSON: the single place its shape is written."""
+    return {
+        "provenance": _JSON_VALUE[provenance],
+        "text": text,
+        "scopes": scope_names,
+        "resource_uri": uri,
+    }
 
 
 class EvidenceRow(Protocol):
@@ -164,14 +172,7 @@ def public_json_of(rows: Sequence[KeptEvidence], shared_scopes: Sequence[Scope])
         scope_names = names.get(id(scopes))
         if scope_names is None:
             scope_names = names[id(scopes)] = [scope.name for scope in scopes]
-        evidence.append(
-            {
-                "provenance": _JSON_VALUE[provenance],
-                "text": text,
-                "scopes": scope_names.copy(),
-                "resource_uri": uri,
-            }
-        )
+        evidence.append(_evidence_json(provenance, text, scope_names.copy(), uri))
     return {
         "evidence": evidence,
         "shared_scopes": [
