@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import inspect
 import platform
 import random
 import statistics
@@ -31,7 +32,7 @@ from langchain_core.documents import Document
 from langchain_core.prompts import PromptTemplate, format_document
 from llama_index.core.postprocessor import LongContextReorder
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from aizk_integrations import Candidate, RecallResult, Scope, ScopeDirectory, pack
 from aizk_integrations.langchain import AizkEvidenceCompressor
@@ -181,6 +182,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     postprocessor = AizkEvidencePostprocessor(budget=BUDGET, directory=directory)
     reorder = LongContextReorder()
     pass_through = PassThrough()
+    # The same method with LlamaIndex's span wrapper peeled off: what the adapter's own code
+    # costs. For reference only; every real call goes through the span.
+    own_code = inspect.unwrap(AizkEvidencePostprocessor._postprocess_nodes)
+    query = QueryBundle("q")
+    if own_code(postprocessor, nodes, query) != postprocessor.postprocess_nodes(nodes, query):
+        raise SystemExit("the span-bypassed call must return what the real call returns")
     prompt = PromptTemplate.from_template("{page_content}")
 
     calls: dict[str, Callable[[], object]] = {
@@ -204,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "LlamaIndex span alone (no-op postprocessor)": lambda: pass_through.postprocess_nodes(
             nodes, query_str="q"
         ),
+        "aizk postprocessor, span bypassed": lambda: own_code(postprocessor, nodes, query),
     }
     pairs = [
         Pair(
@@ -269,13 +277,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     met = "yes" if mib <= 1.0 else "NO"
     label = "5 peak memory, 100,000 docs (MiB)"
     print(f"| {label:<{label_width}} | {mib:5.2f} | <= 1    | {met:<3} |")
-    span = medians["LlamaIndex span alone (no-op postprocessor)"]
-    own = medians["aizk postprocessor, 100 nodes"] - span
+    own = medians["aizk postprocessor, span bypassed"]
     print()
-    floor = medians["aizk floor: pack + to_markdown"]
     print(
-        f"For reference, not a goal: LlamaIndex's per-call span is {span * 1e6:.1f} µs; without "
-        f"it the postprocessor / floor would be {own / floor:.2f}."
+        "For reference, not goals: with LlamaIndex's span bypassed, the postprocessor's own code "
+        f"is {own / medians['LlamaIndex get_content(LLM), 100 nodes']:.2f} of get_content "
+        f"(ratio 2) and {own / medians['aizk floor: pack + to_markdown']:.2f} of the floor "
+        "(ratio 4)."
     )
     return 0
 
