@@ -2,43 +2,26 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.readme_sections import code_blocks, readme_section
+
 ROOT = Path(__file__).resolve().parent.parent
-SECTION_SOURCES = (ROOT / "README.md",)
-
-
-def langchain_sections() -> list[tuple[Path, str]]:
-    """Each file's `## LangChain` section, up to the next second-level heading."""
-    sections = []
-    for path in SECTION_SOURCES:
-        if not path.exists():
-            continue
-        match = re.search(r"^## LangChain\n(.*?)(?=^## |\Z)", path.read_text("utf-8"), re.M | re.S)
-        if match:
-            sections.append((path, match.group(1)))
-    return sections
 
 
 def test_the_langchain_section_exists_somewhere() -> None:
-    assert langchain_sections(), f"no '## LangChain' section in {SECTION_SOURCES}"
+    assert readme_section("LangChain")
 
 
-@pytest.mark.parametrize(
-    ("path", "section"),
-    langchain_sections(),
-    ids=[path.name for path, _ in langchain_sections()],
-)
 def test_the_readme_snippet_runs_offline_and_shows_each_reader_only_their_evidence(
-    path: Path, section: str, capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    [snippet] = re.findall(r"^```python\n(.*?)^```", section, re.M | re.S)
-    exec(compile(snippet, f"{path.name} LangChain snippet", "exec"), {"__name__": "__main__"})
+    [snippet] = code_blocks(readme_section("LangChain"), "python")
+    exec(compile(snippet, "README.md LangChain snippet", "exec"), {"__name__": "__main__"})
     output = capsys.readouterr().out
     answer, block = output.split("\n", 1)
     assert answer == "The book club meets on the second Thursday."

@@ -7,7 +7,6 @@ each test can read exactly what a model would have been shown.
 from __future__ import annotations
 
 import asyncio
-import re
 import runpy
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from aizk_integrations import Scope, ScopeDirectory
 from aizk_integrations.llama_index import AizkEvidencePostprocessor
+from tests.readme_sections import code_blocks, readme_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -181,11 +181,7 @@ def test_a_query_where_everything_is_withheld_reaches_the_llm_with_no_context(
 
 def readme_llama_index_snippet() -> str:
     """The LlamaIndex section's python block in README.md."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = re.search(r"^## LlamaIndex\n.*?(?=^## |\Z)", readme, re.S | re.M)
-    assert section, "README.md has no '## LlamaIndex' section"
-    text = str(section.group(0))
-    snippets: list[str] = re.findall(r"```python\n(.*?)```", text, re.S)
+    snippets = code_blocks(readme_section("LlamaIndex"), "python")
     assert len(snippets) == 1, "the LlamaIndex section should hold one python block"
     return snippets[0]
 
