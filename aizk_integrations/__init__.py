@@ -3,39 +3,35 @@
 Take a ranked list of retrieved items, keep the longest prefix that fits a token budget, label
 each item with its provenance and scopes, and render one markdown block that tells the model
 recalled content is evidence, not instructions. The adapters live in
-`aizk_integrations.langchain` and `aizk_integrations.llama_index`; this package imports neither
-framework.
+`aizk_integrations.langchain` and `aizk_integrations.llama_index`, ready-made token counters in
+`aizk_integrations.counters`; this package imports no framework.
+
+The data path is a straight line of private modules, each hop going one way:
+`_rows` (read and authorize) -> `_packing` (the walk, priced by `_pricing`) -> `_result` (the
+public models and JSON) -> `_rendering` (the template).
 """
 
-from aizk_integrations.block_budget import BudgetCovers, pack_block
-from aizk_integrations.candidate import Candidate, Lane
-from aizk_integrations.defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
-from aizk_integrations.errors import EvidenceError
-from aizk_integrations.packing import Decision, PackStep, cut_table, explain, pack, walk
-from aizk_integrations.result import Evidence, Provenance, RecallResult
-from aizk_integrations.scopes import Scope, ScopeDirectory
-from aizk_integrations.tokens import CharsPerToken, TokenCounter
+from aizk_integrations._candidate import Candidate
+from aizk_integrations._errors import EvidenceError
+from aizk_integrations._lanes import Lane, Provenance
+from aizk_integrations._packing import explain, pack, pack_block
+from aizk_integrations._pricing import BudgetCovers
+from aizk_integrations._result import Evidence, RecallResult
+from aizk_integrations._scopes import Scope, ScopeDirectory
+from aizk_integrations._tokens import TokenCounter
 
 __all__ = [
-    "DEFAULT_BUDGET",
-    "DEFAULT_CHARS_PER_TOKEN",
-    "DEFAULT_MAX_BUDGET",
     "BudgetCovers",
     "Candidate",
-    "CharsPerToken",
-    "Decision",
     "Evidence",
     "EvidenceError",
     "Lane",
-    "PackStep",
     "Provenance",
     "RecallResult",
     "Scope",
     "ScopeDirectory",
     "TokenCounter",
-    "cut_table",
     "explain",
     "pack",
     "pack_block",
-    "walk",
 ]

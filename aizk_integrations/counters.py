@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sized
 from typing import Literal, Protocol
 
-from aizk_integrations.tokens import TokenCounter
+from aizk_integrations._tokens import TokenCounter
 
 __all__ = ["counter_from_langchain", "counter_from_llama_index", "counter_from_tiktoken"]
 

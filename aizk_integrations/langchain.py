@@ -10,15 +10,16 @@ decides where to stop, so the query is not needed to pack.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import ConfigDict, Field
 
-from aizk_integrations.errors import EvidenceError
-from aizk_integrations.packer import PackingSettings, PackOutcome
-from aizk_integrations.result import Evidence
-from aizk_integrations.scopes import ScopeDirectory
+from aizk_integrations._errors import ItemError, naming_items, quoted
+from aizk_integrations._packing import Packing
+from aizk_integrations._result import kept_item_metadata
+from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._settings import PackingSettings
 
 try:
     from langchain_core.callbacks import Callbacks
@@ -89,17 +90,20 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         an empty scaffold into the prompt. LangChain hands a compressor no config, so this uses
         the settings it was built with; per-request budget and reader go through `as_runnable()`.
         """
-        outcome = self._pack(documents, budget=None, directory=None)
-        if not outcome.rows:
+        packing = self._pack_documents(documents, budget=None, reader=None)
+        if not packing.kept:
             return []
         if self.return_documents:
-            return [_kept_document(evidence) for evidence in outcome.result.evidence]
+            return [
+                Document(page_content=row.text, metadata=kept_item_metadata(row))
+                for row in packing.kept
+            ]
         return [
             Document(
-                page_content=outcome.block(),
+                page_content=packing.block(),
                 metadata={
-                    RECALL_METADATA_KEY: outcome.public_json(),
-                    COUNTS_METADATA_KEY: outcome.counts,
+                    RECALL_METADATA_KEY: packing.public_json(),
+                    COUNTS_METADATA_KEY: packing.counts,
                 },
             )
         ]
@@ -132,8 +136,8 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         """
 
         def block(documents: Sequence[Document], config: RunnableConfig) -> str:
-            budget, directory = self._call_settings(config)
-            return self._pack(documents, budget=budget, directory=directory).block()
+            budget, reader = self._call_settings(config)
+            return self._pack_documents(documents, budget=budget, reader=reader).block()
 
         async def ablock(documents: Sequence[Document], config: RunnableConfig) -> str:
             return block(documents, config)
@@ -146,7 +150,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         budget = configurable.get(BUDGET_CONFIG_KEY)
         if budget is not None:
             try:
-                budget = self.check_call_budget(budget)
+                budget = self._call_budget(budget)
             except (TypeError, ValueError) as error:
                 raise type(error)(f"configurable {BUDGET_CONFIG_KEY!r}: {error}") from None
         if DIRECTORY_CONFIG_KEY not in configurable:
@@ -160,42 +164,37 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
             )
         return budget, directory
 
-    def _pack(
+    def _pack_documents(
         self,
         documents: Sequence[Document],
         *,
         budget: int | None,
-        directory: ScopeDirectory | None,
-    ) -> PackOutcome:
+        reader: ScopeDirectory | None,
+    ) -> Packing:
         """Run the shared packer over `documents`, reading them lazily up to the cut."""
-
-        def describe(position: int) -> str:
-            document = documents[position]
-            identifier = getattr(document, "id", None)
-            name = f"documents[{position}]"
-            return f"{name} (id {identifier!r})" if identifier else name
-
-        def items() -> Iterator[tuple[object, object]]:
-            for position, document in enumerate(documents):
-                if not isinstance(document, Document):
-                    raise EvidenceError(
-                        f"{describe(position)}: expected a langchain_core Document, "
-                        f"got {type(document).__name__}"
-                    )
-                yield document.page_content, document.metadata
-
-        outcome = self.pack_items(
-            items(), len(documents), describe, budget=budget, directory=directory
-        )
+        with naming_items(lambda position: _document_name(documents, position)):
+            packing = self._pack(
+                documents, _metadata_of, _page_content_of, budget=budget, reader=reader
+            )
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("aizk evidence cut:\n%s", outcome.table())
-        return outcome
+            logger.debug("aizk evidence cut:\n%s", packing.table())
+        return packing
 
 
-def _kept_document(evidence: Evidence) -> Document:
-    """A new `Document` for one kept item, carrying only what the public result carries.
+def _metadata_of(document: object, position: int) -> object:
+    if not isinstance(document, Document):
+        raise ItemError(
+            position, f"expected a langchain_core Document, got {type(document).__name__}"
+        )
+    return document.metadata
 
-    The input's id is left behind: it is the vector store's key, a framework id, and the public
-    pointer to the grounding revision is `resource_uri`.
-    """
-    return Document(page_content=evidence.text, metadata=evidence.item_metadata())
+
+def _page_content_of(document: Document, position: int) -> object:
+    return document.page_content
+
+
+def _document_name(documents: Sequence[Document], position: int) -> str:
+    """How an error names a document: its index, and its id when it has one."""
+    identifier = getattr(documents[position], "id", None)
+    name = f"documents[{position}]"
+    return f"{name} (id {quoted(identifier)})" if identifier else name

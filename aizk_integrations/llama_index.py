@@ -19,9 +19,11 @@ from uuid import NAMESPACE_URL, uuid5
 
 from pydantic import ConfigDict, Field
 
-from aizk_integrations.errors import EvidenceError
-from aizk_integrations.packer import PackingSettings, PackOutcome
-from aizk_integrations.scopes import ScopeDirectory
+from aizk_integrations._errors import ItemError, naming_items, quoted
+from aizk_integrations._packing import Packing
+from aizk_integrations._result import kept_item_metadata
+from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._settings import PackingSettings
 
 try:
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -136,19 +138,15 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
-        outcome = self.pack_items(
-            _texts_and_metadata(nodes),
-            len(nodes),
-            lambda position: _label(nodes, position),
-            directory=_call_reader.get(),
-        )
+        with naming_items(lambda position: _node_name(nodes, position)):
+            packing = self._pack(nodes, _metadata_of, _text_of, reader=_call_reader.get())
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("aizk evidence cut:\n%s", outcome.table())
-        if not outcome.kept_positions:
+            logger.debug("aizk evidence cut:\n%s", packing.table())
+        if not packing.kept:
             return []
         if self.return_nodes:
-            return _kept_nodes(nodes, outcome)
-        return [_block_node(outcome)]
+            return _kept_nodes(nodes, packing)
+        return [_block_node(packing)]
 
     async def _apostprocess_nodes(
         self,
@@ -159,24 +157,25 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         return self._postprocess_nodes(nodes, query_bundle)
 
 
-def _texts_and_metadata(nodes: Sequence[NodeWithScore]) -> Iterator[tuple[object, object]]:
-    """Each node's text and metadata, read only as far as the packer pulls.
+def _metadata_of(scored: object, position: int) -> object:
+    if not isinstance(scored, NodeWithScore):
+        raise ItemError(position, f"expected a NodeWithScore, got {type(scored).__name__}")
+    return scored.node.metadata
 
-    The metadata dict is passed as is: the packer only reads it, and copying every node's would
-    make a long retrieval cost more than a short one.
-    """
-    for position, scored in enumerate(nodes):
-        node = scored.node
-        # A plain TextNode's content without metadata is its `text` (TextNode.get_content
-        # returns it for MetadataMode.NONE), and asking for it would first format the metadata.
-        text = node.text if type(node) is TextNode else node.get_content(MetadataMode.NONE)
-        if text == "" and _carries_media(node):
-            raise EvidenceError(
-                f"{_label(nodes, position)}: content is a {type(node).__name__} with media but "
-                "no text; evidence must be text (give the node text, or filter media nodes out "
-                "before this postprocessor)"
-            )
-        yield text, node.metadata
+
+def _text_of(scored: NodeWithScore, position: int) -> object:
+    """A node's text without its metadata, refusing media that has no text."""
+    node = scored.node
+    # A plain TextNode's content without metadata is its `text` (TextNode.get_content returns
+    # it for MetadataMode.NONE), and asking for it would first format the metadata.
+    text = node.text if type(node) is TextNode else node.get_content(MetadataMode.NONE)
+    if text == "" and _carries_media(node):
+        raise ItemError(
+            position,
+            f"content is a {type(node).__name__} with media but no text; evidence must be text "
+            "(give the node text, or filter media nodes out before this postprocessor)",
+        )
+    return text
 
 
 def _carries_media(node: BaseNode) -> bool:
@@ -188,12 +187,15 @@ def _carries_media(node: BaseNode) -> bool:
     return False
 
 
-def _label(nodes: Sequence[NodeWithScore], position: int) -> str:
+def _node_name(nodes: Sequence[object], position: int) -> str:
     """How an error names a node: its id, and its index in the list the postprocessor got."""
-    return f"node {nodes[position].node.node_id!r} (position {position})"
+    scored = nodes[position]
+    if not isinstance(scored, NodeWithScore):
+        return f"nodes[{position}]"
+    return f"node {quoted(scored.node.node_id)} (position {position})"
 
 
-def _block_node(outcome: PackOutcome) -> NodeWithScore:
+def _block_node(packing: Packing) -> NodeWithScore:
     """The single node the prompt receives: the block as text, the public JSON out of view.
 
     The metadata keys are excluded from both the LLM and embedding views, and the text template
@@ -203,10 +205,10 @@ def _block_node(outcome: PackOutcome) -> NodeWithScore:
     the block does not already say, so hashing it too would only cost time. The block has no
     single score, so none.
     """
-    block = outcome.block()
-    counts = outcome.counts
+    block = packing.block()
+    counts = packing.counts
     metadata: dict[str, Any] = {
-        _RECALL_KEY: outcome.public_json(),
+        _RECALL_KEY: packing.public_json(),
         _COUNTS_KEY: counts,
     }
     node = TextNode(
@@ -220,7 +222,7 @@ def _block_node(outcome: PackOutcome) -> NodeWithScore:
     return NodeWithScore(node=node, score=None)
 
 
-def _kept_nodes(nodes: Sequence[NodeWithScore], outcome: PackOutcome) -> list[NodeWithScore]:
+def _kept_nodes(nodes: Sequence[NodeWithScore], packing: Packing) -> list[NodeWithScore]:
     """New nodes for what was kept: same text, id and score, only public metadata.
 
     The original metadata (lane, scope ids, artifact ids, anything else the store attached) is
@@ -229,10 +231,8 @@ def _kept_nodes(nodes: Sequence[NodeWithScore], outcome: PackOutcome) -> list[No
     lanes or scope ids.
     """
     kept = []
-    for position, evidence in zip(outcome.kept_positions, outcome.result.evidence, strict=True):
-        original = nodes[position]
-        node = TextNode(
-            id_=original.node.node_id, text=evidence.text, metadata=evidence.item_metadata()
-        )
+    for row in packing.kept:
+        original = nodes[row.position]
+        node = TextNode(id_=original.node.node_id, text=row.text, metadata=kept_item_metadata(row))
         kept.append(NodeWithScore(node=node, score=original.score))
     return kept

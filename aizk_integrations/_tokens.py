@@ -5,22 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import ceil, isfinite
 
-from aizk_integrations.defaults import DEFAULT_CHARS_PER_TOKEN
-from aizk_integrations.errors import EvidenceError
+from aizk_integrations._defaults import DEFAULT_CHARS_PER_TOKEN
+from aizk_integrations._errors import EvidenceError, ItemError, quoted
 
 TokenCounter = Callable[[str], int]
 """Anything that maps a text to a non-negative number of tokens."""
 
-
-def estimate_tokens(text: str) -> int:
-    """The seed's cheap count, `ceil(len(text) / 4)`: every packing walk's default."""
-    return ceil(len(text) / DEFAULT_CHARS_PER_TOKEN)
+CHARS_PER_TOKEN_RANGE = (0.1, 100.0)
+"""Ratios a heuristic may use: real tokenizers lie well inside, and every count stays finite."""
 
 
 class CharsPerToken:
-    """The seed's estimate, `ceil(len(text) / chars_per_token)`, with a configurable ratio.
+    """The seed's estimate, `ceil(len(text) / chars_per_token)`: the counter when none is given.
 
-    A plain callable rather than a model so it can be passed wherever a `TokenCounter` goes.
+    A plain callable rather than a model so it goes wherever a `TokenCounter` goes, and pickles.
     """
 
     __slots__ = ("chars_per_token",)
@@ -40,22 +38,33 @@ class CharsPerToken:
     def __hash__(self) -> int:
         return hash(self.chars_per_token)
 
+    def __reduce__(self) -> tuple[type[CharsPerToken], tuple[float]]:
+        return CharsPerToken, (self.chars_per_token,)
+
 
 def check_chars_per_token(value: object) -> float:
-    """Refuse ratios that would divide by zero or turn every count into 0, NaN or infinity."""
+    """Refuse ratios that would divide by zero or make a count 0, NaN, infinite or absurd."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(
             f"chars_per_token must be a positive finite number, not {type(value).__name__}"
         )
     if not isfinite(value) or value <= 0:
         raise EvidenceError(f"chars_per_token must be a positive finite number, got {value!r}")
+    low, high = CHARS_PER_TOKEN_RANGE
+    if not low <= value <= high:
+        raise EvidenceError(
+            f"chars_per_token must be between {low} and {high:g} characters per token "
+            f"(real tokenizers average 2 to 6), got {value!r}"
+        )
     return float(value)
 
 
-def counted_tokens(
-    counter: TokenCounter, text: str, describe: Callable[[int], str], rank: int
-) -> int:
-    """Call a caller's counter and insist on a usable answer.
+SEED_COUNTER = CharsPerToken()
+"""The seed's own count, `ceil(len(text) / 4)`."""
+
+
+def count_tokens(counter: TokenCounter, text: str, position: int | None) -> int:
+    """Call a counter and insist on a usable answer, blaming the item at `position` if not.
 
     A counter that returns a float, a negative number or `None` would silently corrupt the
     running total, so it is stopped here with the item that triggered it.
@@ -63,11 +72,10 @@ def counted_tokens(
     try:
         tokens = counter(text)
     except Exception as error:
-        raise EvidenceError(
-            f"{describe(rank)}: token_counter raised {type(error).__name__}: {error}"
-        ) from error
+        problem = f"token_counter raised {type(error).__name__}: {error}"
+        raise ItemError(position, problem[:500]) from error
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        raise EvidenceError(
-            f"{describe(rank)}: token_counter must return a non-negative int, got {tokens!r}"
+        raise ItemError(
+            position, f"token_counter must return a non-negative int, got {quoted(tokens)}"
         )
     return tokens

@@ -1,0 +1,97 @@
+"""One retrieved row as a caller hands it to `pack`: the public input model."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from aizk_integrations._lanes import Lane, LaneName
+from aizk_integrations._rows import Row, canonical_uuid, resource_uri
+from aizk_integrations._scopes import Scope, ScopeDirectory, scope_ids
+from aizk_integrations._tokens import SEED_COUNTER
+
+ScopeIds = str | UUID | Collection[str | UUID]
+"""What `Candidate(scopes=...)` takes: one id, or a list, tuple or set of ids."""
+
+
+class Candidate(BaseModel):
+    """A retrieved row in merit order, carrying what packing and rendering need."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lane: Lane = Field(default=Lane.SOURCES, description="Retrieval lane; decides provenance.")
+    line: str = Field(strict=True, description="The evidence text exactly as it will be shown.")
+    scopes: frozenset[str] = Field(
+        default=frozenset(),
+        description="Ids of the access scopes the row lives in; readable by their intersection.",
+    )
+    artifact_id: UUID | None = Field(
+        default=None, description="Stored artifact that grounded the row."
+    )
+    artifact_content_id: UUID | None = Field(
+        default=None, description="Exact stored revision of that artifact."
+    )
+
+    def __init__(
+        self,
+        *,
+        line: str,
+        lane: Lane | LaneName = Lane.SOURCES,
+        scopes: ScopeIds = frozenset(),
+        artifact_id: UUID | str | None = None,
+        artifact_content_id: UUID | str | None = None,
+    ) -> None:
+        # Spelled out so a type checker accepts what validation accepts (`scopes=["a", "b"]`,
+        # `lane="facts"`, a UUID's text) while the fields keep their normalised types.
+        super().__init__(
+            line=line,
+            lane=lane,
+            scopes=scopes,
+            artifact_id=artifact_id,
+            artifact_content_id=artifact_content_id,
+        )
+
+    @field_validator("scopes", mode="before")
+    @classmethod
+    def _normalise_scopes(cls, value: object) -> frozenset[str]:
+        # pydantic reports ValueError as a ValidationError but lets TypeError escape raw.
+        try:
+            return scope_ids(value)
+        except TypeError as error:
+            raise ValueError(str(error)) from None
+
+    @property
+    def token_count(self) -> int:
+        """Tokens this row costs under the seed's heuristic, `ceil(len(line) / 4)`.
+
+        Deliberately cheap: packing runs on every recall, so a character count stands in for a
+        tokenizer. Pass a `token_counter` to `pack` when the estimate is not good enough.
+        """
+        return SEED_COUNTER(self.line)
+
+    @property
+    def resource_uri(self) -> str | None:
+        """Where an MCP client can fetch the exact revision that grounded this row."""
+        artifact, content = self.artifact_id, self.artifact_content_id
+        return resource_uri(canonical_uuid(artifact), canonical_uuid(content))
+
+
+def candidate_rows(
+    candidates: Iterable[Candidate], directory: ScopeDirectory | None
+) -> Iterator[Row]:
+    """Candidates as rows, labelled with `directory`'s scopes (none without a directory).
+
+    Authorization is the caller's: with a directory, every candidate must be one its reader may
+    see, and one that is not is an error rather than a silently unlabelled row.
+    """
+    resolved: dict[frozenset[str], tuple[Scope, ...]] = {}
+    for position, candidate in enumerate(candidates):
+        if directory is None:
+            scopes: tuple[Scope, ...] = ()
+        elif candidate.scopes in resolved:
+            scopes = resolved[candidate.scopes]
+        else:
+            scopes = resolved[candidate.scopes] = directory.resolve(candidate.scopes)
+        yield Row(position, candidate.lane, candidate.line, scopes, candidate.resource_uri)

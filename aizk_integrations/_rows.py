@@ -1,0 +1,189 @@
+"""The one row the walk reads, and how items become rows: read, authorized, labelled.
+
+A retrieval hands over far more items than a prompt keeps, and the walk reads them lazily, so an
+item is read only when the walk reaches it and it stays a small tuple: the public `Evidence`
+models are built only for a caller who asks for them.
+
+Reading an item authorizes it first: only its scopes are read before the reader's directory
+decides, so an item the reader may not see is withheld without its other fields ever being
+validated, quoted or allowed to fail the call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Generic, NamedTuple, TypeVar
+from uuid import UUID
+
+from aizk_integrations._errors import ItemError, quoted
+from aizk_integrations._lanes import PROVENANCE_OF_LANE, Lane, Provenance
+from aizk_integrations._scopes import Scope, ScopeDirectory, scope_ids
+
+Item = TypeVar("Item")
+
+_LANES = {lane.value: lane for lane in Lane}
+_ALLOWED_LANES = ", ".join(_LANES)
+_CANONICAL_UUID = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+).fullmatch
+
+
+class Row(NamedTuple):
+    """One evidence item as the walk, the block and the public JSON read it.
+
+    `scopes` are the reader's own `Scope`s for the item (private first, then by name), already
+    authorized; `position` is where the item stood in what the caller passed, which is how
+    errors and kept items find their way back to it.
+    """
+
+    position: int
+    lane: Lane
+    text: str
+    scopes: tuple[Scope, ...]
+    resource_uri: str | None
+
+    @property
+    def provenance(self) -> Provenance:
+        """The public class of the row's lane."""
+        return PROVENANCE_OF_LANE[self.lane]
+
+
+def resource_uri(artifact_id: str | None, artifact_content_id: str | None) -> str | None:
+    """Where an MCP client fetches the exact stored revision: both ids, or no URI at all.
+
+    The ids are canonical UUID text (see `canonical_uuid`), so the URI is too.
+    """
+    if artifact_id is None or artifact_content_id is None:
+        return None
+    return f"aizk://artifacts/{artifact_id}/contents/{artifact_content_id}"
+
+
+def canonical_uuid(value: UUID | None) -> str | None:
+    """A UUID's canonical text, computed from its number rather than from `str()`.
+
+    A `UUID` subclass can make `str()` return anything, markdown included; the number cannot lie.
+    """
+    if value is None:
+        return None
+    return str(value) if type(value) is UUID else str(UUID(int=value.int))
+
+
+class MetadataKeys(NamedTuple):
+    """The metadata key each field is read from; every name is an adapter setting."""
+
+    lane: str
+    scopes: str
+    artifact_id: str
+    artifact_content_id: str
+
+
+class Access(NamedTuple):
+    """Who is reading, and what they may see."""
+
+    reader: ScopeDirectory | None
+    allow_unscoped: bool = False
+
+    def scopes_if_permitted(self, ids: frozenset[str]) -> tuple[Scope, ...] | None:
+        """The reader's scopes for a row in `ids`, or `None` when the row must be withheld."""
+        reader = self.reader
+        if reader is None:
+            return ()  # no authorization and no labels
+        if not reader.permits(ids, allow_unscoped=self.allow_unscoped):
+            return None
+        return reader.resolve(ids)
+
+
+class Reading(Generic[Item]):
+    """Framework items read into rows as the walk pulls them, the withheld ones counted.
+
+    `metadata_of` and `text_of` say where an item keeps its metadata and its text; either may
+    raise `ItemError` for an item that is not what the adapter expects.
+    """
+
+    def __init__(
+        self,
+        items: Iterable[Item],
+        metadata_of: Callable[[Item, int], object],
+        text_of: Callable[[Item, int], object],
+        keys: MetadataKeys,
+        access: Access,
+    ) -> None:
+        self._items = items
+        self._metadata_of = metadata_of
+        self._text_of = text_of
+        self._keys = keys
+        self._access = access
+        self.withheld = 0
+        """Items read so far that the reader may not see."""
+
+    def __iter__(self) -> Iterator[Row]:
+        keys = self._keys
+        # The items of one recall share a few scope sets: each is authorized and named once.
+        decided: dict[frozenset[str], tuple[Scope, ...] | None] = {}
+        for position, item in enumerate(self._items):
+            metadata = self._metadata_of(item, position)
+            # `dict` first: every framework hands over one, and the ABC check costs more.
+            if type(metadata) is not dict and not isinstance(metadata, Mapping):
+                raise ItemError(
+                    position, f"metadata must be a mapping (dict), got {type(metadata).__name__}"
+                )
+            ids = _scope_ids(metadata.get(keys.scopes), keys.scopes, position)
+            if ids in decided:
+                scopes = decided[ids]
+            else:
+                scopes = decided[ids] = self._access.scopes_if_permitted(ids)
+            if scopes is None:
+                self.withheld += 1
+                continue
+            text = self._text_of(item, position)
+            if not isinstance(text, str):
+                raise ItemError(position, f"content must be text (str), got {type(text).__name__}")
+            yield Row(
+                position,
+                _lane(metadata.get(keys.lane, "sources"), keys.lane, position),
+                text,
+                scopes,
+                resource_uri(
+                    _uuid_text(metadata.get(keys.artifact_id), keys.artifact_id, position),
+                    _uuid_text(
+                        metadata.get(keys.artifact_content_id),
+                        keys.artifact_content_id,
+                        position,
+                    ),
+                ),
+            )
+
+
+def _scope_ids(value: object, key: str, position: int) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    try:
+        return scope_ids(value)
+    except TypeError as error:
+        raise ItemError(position, f"metadata {key!r}: {error}") from None
+
+
+def _lane(value: object, key: str, position: int) -> Lane:
+    lane = _LANES.get(value) if isinstance(value, str) else None
+    if lane is None:
+        raise ItemError(position, f"metadata {key!r} is {quoted(value)}; allowed: {_ALLOWED_LANES}")
+    return lane
+
+
+def _uuid_text(value: object, key: str, position: int) -> str | None:
+    """Absent, or canonical UUID text, from a `UUID` or any text `uuid.UUID` accepts."""
+    if value is None:
+        return None
+    if type(value) is str and _CANONICAL_UUID(value):
+        return value  # the usual case: already what a row holds
+    if isinstance(value, UUID):
+        return canonical_uuid(value)
+    if isinstance(value, str):
+        try:
+            return str(UUID(value))
+        except ValueError:
+            pass
+    raise ItemError(
+        position, f"metadata {key!r} is {quoted(value)}; expected a UUID or its string form"
+    )

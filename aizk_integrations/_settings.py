@@ -1,0 +1,125 @@
+"""The settings both framework adapters share, and the one run they make with them.
+
+Each adapter is a pydantic model of its framework's base class that also inherits these
+fields, so LangChain and LlamaIndex users configure the packer the same way and the rules are
+written once. Nothing here imports a framework: an adapter says where an item keeps its
+metadata and its text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from aizk_integrations._defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
+from aizk_integrations._packing import Packing, check_budget, cut
+from aizk_integrations._pricing import BudgetCovers, pricing_for
+from aizk_integrations._rows import Access, MetadataKeys, Reading
+from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._tokens import CharsPerToken, TokenCounter, check_chars_per_token
+
+Item = TypeVar("Item")
+
+
+class PackingSettings(BaseModel):
+    """Budget, reader and metadata conventions, validated when the adapter is built."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: int = Field(
+        default=DEFAULT_BUDGET,
+        strict=True,
+        description="Tokens of evidence to keep; 1 <= budget <= max_budget.",
+    )
+    max_budget: int = Field(
+        default=DEFAULT_MAX_BUDGET,
+        strict=True,
+        ge=1,
+        description="Ceiling on budget, including budgets changed per call.",
+    )
+    directory: ScopeDirectory | None = Field(
+        default=None,
+        description="The reader's scopes; None turns authorization and scope labels off.",
+    )
+    allow_unscoped: bool = Field(
+        default=False,
+        strict=True,
+        description="With a directory, also show items whose metadata names no scope.",
+    )
+    lane_key: str = Field(default="lane", min_length=1, description="Metadata key of the lane.")
+    scopes_key: str = Field(
+        default="scopes", min_length=1, description="Metadata key of the scope ids."
+    )
+    artifact_id_key: str = Field(
+        default="artifact_id", min_length=1, description="Metadata key of the artifact UUID."
+    )
+    artifact_content_id_key: str = Field(
+        default="artifact_content_id",
+        min_length=1,
+        description="Metadata key of the artifact revision UUID.",
+    )
+    chars_per_token: float = Field(
+        default=DEFAULT_CHARS_PER_TOKEN,
+        description="Heuristic ratio used when no token_counter is given.",
+    )
+    token_counter: TokenCounter | None = Field(
+        default=None,
+        exclude=True,
+        description="Counts a text's tokens; overrides chars_per_token.",
+    )
+    budget_covers: BudgetCovers = Field(
+        default="lines",
+        description=(
+            "What the budget pays for: 'lines', the evidence lines only (the seed's rule), or "
+            "'block', the whole rendered block, labels and headers included."
+        ),
+    )
+
+    @field_validator("chars_per_token", mode="before")
+    @classmethod
+    def _sensible_ratio(cls, value: object) -> float:
+        try:
+            return check_chars_per_token(value)
+        except TypeError as error:
+            raise ValueError(str(error)) from None
+
+    @model_validator(mode="after")
+    def _budget_within_ceiling(self) -> PackingSettings:
+        self._call_budget(self.budget)
+        return self
+
+    def _call_budget(self, budget: object) -> int:
+        """A budget for this adapter: an int from 1 to `max_budget`."""
+        budget = check_budget(budget)
+        if not 1 <= budget <= self.max_budget:
+            raise ValueError(
+                f"budget must be between 1 and max_budget ({self.max_budget}), got {budget}"
+            )
+        return budget
+
+    def _pack(
+        self,
+        items: Sequence[Item],
+        metadata_of: Callable[[Item, int], object],
+        text_of: Callable[[Item, int], object],
+        *,
+        budget: int | None = None,
+        reader: ScopeDirectory | None = None,
+    ) -> Packing:
+        """Read, authorize and pack `items` in the order given, up to one item past the cut.
+
+        A per-call `budget` or `reader` replaces the instance's; a call can switch readers but
+        cannot switch authorization off. Raises `ItemError` for a malformed item: the adapter
+        names it.
+        """
+        access = Access(self.directory if reader is None else reader, self.allow_unscoped)
+        keys = MetadataKeys(
+            self.lane_key, self.scopes_key, self.artifact_id_key, self.artifact_content_id_key
+        )
+        reading = Reading(items, metadata_of, text_of, keys, access)
+        counter = self.token_counter or CharsPerToken(self.chars_per_token)
+        pricing = pricing_for(self.budget_covers, counter)
+        packing = cut(reading, self.budget if budget is None else budget, pricing)
+        return packing._replace(withheld=reading.withheld, total=len(items))
