@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -34,24 +35,18 @@ class Candidate(BaseModel):
         default=None, description="Exact stored revision of that artifact."
     )
 
-    def __init__(
-        self,
-        *,
-        line: str,
-        lane: Lane | LaneName = Lane.SOURCES,
-        scopes: ScopeIds = frozenset(),
-        artifact_id: UUID | str | None = None,
-        artifact_content_id: UUID | str | None = None,
-    ) -> None:
-        # Spelled out so a type checker accepts what validation accepts (`scopes=["a", "b"]`,
-        # `lane="facts"`, a UUID's text) while the fields keep their normalised types.
-        super().__init__(
-            line=line,
-            lane=lane,
-            scopes=scopes,
-            artifact_id=artifact_id,
-            artifact_content_id=artifact_content_id,
-        )
+    if TYPE_CHECKING:
+        # What a type checker should accept, spelled out: validation takes `scopes=["a", "b"]`,
+        # `lane="facts"` and a UUID's text, while the fields keep their normalised types.
+        def __init__(
+            self,
+            *,
+            line: str,
+            lane: Lane | LaneName = Lane.SOURCES,
+            scopes: ScopeIds = frozenset(),
+            artifact_id: UUID | str | None = None,
+            artifact_content_id: UUID | str | None = None,
+        ) -> None: ...
 
     @field_validator("scopes", mode="before")
     @classmethod
@@ -75,6 +70,8 @@ class Candidate(BaseModel):
     def resource_uri(self) -> str | None:
         """Where an MCP client can fetch the exact revision that grounded this row."""
         artifact, content = self.artifact_id, self.artifact_content_id
+        if artifact is None or content is None:
+            return None
         return resource_uri(canonical_uuid(artifact), canonical_uuid(content))
 
 

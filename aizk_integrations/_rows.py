@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 from uuid import UUID
 
 from aizk_integrations._errors import ItemError, quoted
@@ -59,13 +59,11 @@ def resource_uri(artifact_id: str | None, artifact_content_id: str | None) -> st
     return f"aizk://artifacts/{artifact_id}/contents/{artifact_content_id}"
 
 
-def canonical_uuid(value: UUID | None) -> str | None:
+def canonical_uuid(value: UUID) -> str:
     """A UUID's canonical text, computed from its number rather than from `str()`.
 
     A `UUID` subclass can make `str()` return anything, markdown included; the number cannot lie.
     """
-    if value is None:
-        return None
     return str(value) if type(value) is UUID else str(UUID(int=value.int))
 
 
@@ -118,41 +116,43 @@ class Reading(Generic[Item]):
         """Items read so far that the reader may not see."""
 
     def __iter__(self) -> Iterator[Row]:
-        keys = self._keys
+        lane_key, scopes_key, artifact_key, content_key = self._keys
+        metadata_of, text_of, access = self._metadata_of, self._text_of, self._access
         # The items of one recall share a few scope sets: each is authorized and named once.
         decided: dict[frozenset[str], tuple[Scope, ...] | None] = {}
         for position, item in enumerate(self._items):
-            metadata = self._metadata_of(item, position)
+            metadata = metadata_of(item, position)
             # `dict` first: every framework hands over one, and the ABC check costs more.
             if type(metadata) is not dict and not isinstance(metadata, Mapping):
                 raise ItemError(
                     position, f"metadata must be a mapping (dict), got {type(metadata).__name__}"
                 )
-            ids = _scope_ids(metadata.get(keys.scopes), keys.scopes, position)
-            if ids in decided:
-                scopes = decided[ids]
-            else:
-                scopes = decided[ids] = self._access.scopes_if_permitted(ids)
+            ids = _scope_ids(metadata.get(scopes_key), scopes_key, position)
+            scopes = decided.get(ids, _UNDECIDED)
+            if scopes is _UNDECIDED:
+                scopes = decided[ids] = access.scopes_if_permitted(ids)
             if scopes is None:
                 self.withheld += 1
                 continue
-            text = self._text_of(item, position)
+            text = text_of(item, position)
             if not isinstance(text, str):
                 raise ItemError(position, f"content must be text (str), got {type(text).__name__}")
-            yield Row(
-                position,
-                _lane(metadata.get(keys.lane, "sources"), keys.lane, position),
-                text,
-                scopes,
-                resource_uri(
-                    _uuid_text(metadata.get(keys.artifact_id), keys.artifact_id, position),
-                    _uuid_text(
-                        metadata.get(keys.artifact_content_id),
-                        keys.artifact_content_id,
-                        position,
-                    ),
-                ),
-            )
+            # The usual values (a lane's name, canonical UUID text) are taken as they are; the
+            # helpers check everything else and name what is wrong.
+            raw_lane = metadata.get(lane_key, "sources")
+            lane = _LANES.get(raw_lane) if type(raw_lane) is str else None
+            if lane is None:
+                lane = _lane(raw_lane, lane_key, position)
+            artifact = metadata.get(artifact_key)
+            if artifact is not None and not (type(artifact) is str and _CANONICAL_UUID(artifact)):
+                artifact = _uuid_text(artifact, artifact_key, position)
+            content = metadata.get(content_key)
+            if content is not None and not (type(content) is str and _CANONICAL_UUID(content)):
+                content = _uuid_text(content, content_key, position)
+            yield Row(position, lane, text, scopes, resource_uri(artifact, content))
+
+
+_UNDECIDED: Any = object()
 
 
 def _scope_ids(value: object, key: str, position: int) -> frozenset[str]:
@@ -171,12 +171,8 @@ def _lane(value: object, key: str, position: int) -> Lane:
     return lane
 
 
-def _uuid_text(value: object, key: str, position: int) -> str | None:
-    """Absent, or canonical UUID text, from a `UUID` or any text `uuid.UUID` accepts."""
-    if value is None:
-        return None
-    if type(value) is str and _CANONICAL_UUID(value):
-        return value  # the usual case: already what a row holds
+def _uuid_text(value: object, key: str, position: int) -> str:
+    """Canonical UUID text from a `UUID` or any text `uuid.UUID` accepts."""
     if isinstance(value, UUID):
         return canonical_uuid(value)
     if isinstance(value, str):

@@ -25,10 +25,13 @@ def scope_ids(value: object) -> frozenset[str]:
     if type(value) in _COLLECTIONS:
         # The usual case, plain non-empty strings, costs one set and one look at each id.
         try:
-            ids: frozenset[object] | None = frozenset(cast("Iterable[object]", value))
+            ids = frozenset(cast("Iterable[object]", value))
         except TypeError:  # an unhashable id: the general path below says which
-            ids = None
-        if ids is not None and all(type(scope_id) is str and scope_id for scope_id in ids):
+            ids = frozenset((None,))
+        for each in ids:
+            if type(each) is not str or not each:
+                break
+        else:
             return cast("frozenset[str]", ids)  # every id was just checked to be a str
     if isinstance(value, str | UUID):
         return frozenset((scope_id(value),))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aizk_integrations import Candidate, Decision, EvidenceError, Lane, explain, pack, walk
+from aizk_integrations import Candidate, EvidenceError, Lane, explain, pack
 
 
 def line_of(tokens: int) -> str:
@@ -65,15 +65,15 @@ def test_a_custom_counter_replaces_the_heuristic(lengths: list[int], budget: int
 
 def test_the_seed_table_keeps_the_first_three_and_drops_the_cheap_fifth() -> None:
     candidates = [Candidate(line=line_of(n)) for n in (612, 430, 880, 190, 40)]
-    steps = list(walk(candidates, 2048))
-    assert [step.decision for step in steps] == [
-        Decision.KEEP,
-        Decision.KEEP,
-        Decision.KEEP,
-        Decision.OVER_BUDGET,
-        Decision.AFTER_CUT,
+    rows = [line.split() for line in explain(candidates, 2048).splitlines()[2:]]
+    assert [int(row[3]) for row in rows] == [613, 1044, 1925, 2116, 2157]
+    assert [" ".join(row[4:]) for row in rows] == [
+        "keep",
+        "keep",
+        "keep",
+        "drop, over budget",
+        "drop, after the cut",
     ]
-    assert [step.running for step in steps] == [613, 1044, 1925, 2116, 2157]
     assert pack(candidates, 2048) == candidates[:3]
 
 
@@ -153,3 +153,23 @@ def test_a_counter_that_misbehaves_is_stopped_at_the_item(counter: object, messa
 def test_the_walk_records_every_lane_in_the_debug_view_only() -> None:
     table = explain([Candidate(lane=Lane.PROFILE, line="p")], 10)
     assert "profile" in table
+
+
+def test_explain_reads_every_candidate_and_counts_with_the_callers_counter() -> None:
+    candidates = [Candidate(line="one two three"), Candidate(line="four")]
+    table = explain(candidates, 3, token_counter=lambda text: len(text.split()))
+    assert table.splitlines()[2:] == [
+        "     1  sources              3        4  drop, over budget",
+        "     2  sources              1        6  drop, after the cut",
+    ]
+
+
+def test_explain_names_the_candidate_a_counter_fails_on() -> None:
+    with pytest.raises(EvidenceError, match=r"^candidate 1: token_counter must return"):
+        explain([Candidate(line="x")], 10, token_counter=lambda text: -1)
+
+
+def test_pack_keeps_the_callers_own_candidate_objects() -> None:
+    candidates = [Candidate(line="a"), Candidate(line="a")]
+    kept = pack(candidates, 100)
+    assert [id(candidate) for candidate in kept] == [id(candidate) for candidate in candidates]

@@ -1,4 +1,10 @@
-"""The LlamaIndex postprocessor on its own: mapping, authorization, budgets, output contract."""
+"""The LlamaIndex postprocessor as LlamaIndex uses it: the block node, tracing, engines.
+
+The laws it shares with the LangChain adapter are in `test_laws.py`; here is what only
+LlamaIndex has: the block node and its prompt views, the instrumentation span, serialization,
+media nodes, and real query and chat engines. `MockEmbedding` gives every text the same vector
+and `MockLLM` echoes the prompt it receives, so each test reads exactly what a model was shown.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,6 @@ import asyncio
 import importlib
 import inspect
 import json
-import logging
 import sys
 import threading
 import types
@@ -14,10 +19,15 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.llms.types import TextBlock
+from llama_index.core.base.response.schema import Response
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.span_handlers.base import BaseSpanHandler
+from llama_index.core.chat_engine.types import ChatMode
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.llms import MockLLM
+from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import (
     ImageNode,
@@ -27,12 +37,13 @@ from llama_index.core.schema import (
     NodeWithScore,
     TextNode,
 )
+from llama_index_instrumentation import get_dispatcher
+from llama_index_instrumentation.span_handlers.base import BaseSpanHandler
 from pydantic import Field
 
 import aizk_integrations.llama_index as adapter
 from aizk_integrations import EvidenceError, Scope, ScopeDirectory
 from aizk_integrations.llama_index import AizkEvidencePostprocessor
-from aizk_integrations.packer import PackOutcome
 
 SAM = "sam"
 ANA = "ana"
@@ -260,7 +271,7 @@ class SpanRecorder(BaseSpanHandler[Any]):
 
 def test_tracing_handlers_still_see_the_postprocessor_span_with_its_arguments() -> None:
     # The span's signature is computed once (for speed): it must be the one Python would compute.
-    original = AizkEvidencePostprocessor._postprocess_nodes.__wrapped__
+    original = inspect.unwrap(AizkEvidencePostprocessor._postprocess_nodes)
     unmarked = types.FunctionType(original.__code__, original.__globals__)
     unmarked.__defaults__ = original.__defaults__
     unmarked.__annotations__ = original.__annotations__
@@ -283,57 +294,6 @@ def test_tracing_handlers_still_see_the_postprocessor_span_with_its_arguments() 
     assert (span_id, out) in recorder.exited
 
 
-# Authorization and order
-
-
-def test_withheld_nodes_leave_no_trace_and_cost_no_budget() -> None:
-    # Exactly the three readable nodes: 18 + 10 + 13 tokens with their newlines.
-    node = only_node(postprocessor(budget=41).postprocess_nodes(retrieved()))
-    assert node.text == EXPECTED_BLOCK
-    assert ANA_DIARY not in node.text
-    assert SCRATCH not in node.text
-
-
-def test_unscoped_nodes_are_shown_only_when_allowed() -> None:
-    node = only_node(postprocessor(allow_unscoped=True).postprocess_nodes(retrieved()))
-    assert SCRATCH in node.text
-    assert node.metadata["aizk_counts"]["withheld"] == 1
-
-
-def test_without_a_directory_every_node_is_shown_without_scope_labels() -> None:
-    node = only_node(AizkEvidencePostprocessor().postprocess_nodes(retrieved()))
-    assert ANA_DIARY in node.text
-    assert SCRATCH in node.text
-    assert "from scope" not in node.text
-    assert "## Scopes" not in node.text
-
-
-def test_nodes_are_packed_in_the_order_given_not_by_score() -> None:
-    nodes = [
-        scored("low", "first in the list", score=0.1, scopes=SAM),
-        scored("high", "second in the list", score=0.9, scopes=SAM),
-    ]
-    text = only_node(postprocessor().postprocess_nodes(nodes)).text
-    assert text.index("first in the list") < text.index("second in the list")
-
-
-def test_the_cut_is_a_prefix_so_a_cheap_node_after_it_is_dropped() -> None:
-    nodes = [
-        scored("a", "x" * 8, scopes=SAM),  # 2 + 1
-        scored("b", "x" * 40, scopes=SAM),  # 10 + 1: over budget
-        scored("c", "y" * 4, scopes=SAM),  # 1 + 1: would fit, but comes after the cut
-    ]
-    out = postprocessor(budget=6).postprocess_nodes(nodes)
-    assert out[0].node.metadata["aizk_counts"] == {
-        "kept": 1,
-        "cut_by_budget": 2,
-        "withheld": 0,
-        "tokens_used": 3,
-        "budget": 6,
-    }
-    assert "yyyy" not in only_node(out).text
-
-
 def test_nodes_after_the_cut_are_never_read() -> None:
     unreadable = NodeWithScore(node=ImageNode(id_="image", image_url="https://example.invalid/x"))
     bad_metadata = scored("bad", "text", lane="not-a-lane")
@@ -343,112 +303,20 @@ def test_nodes_after_the_cut_are_never_read() -> None:
     assert out[0].node.metadata["aizk_counts"]["cut_by_budget"] == 3
 
 
-# Budgets
-
-
-THREE_SMALL = [scored(f"n{i}", "abcdefgh", scopes=SAM) for i in range(3)]  # 2 + 1 tokens each
-
-
-@pytest.mark.parametrize(
-    ("budget", "kept"),
-    [
-        pytest.param(1, 0, id="smallest budget keeps nothing here"),
-        pytest.param(9, 3, id="exact fit keeps all"),
-        pytest.param(8, 2, id="one token short drops the last"),
-        pytest.param(16384, 3, id="max budget"),
-    ],
-)
-def test_the_budget_keeps_the_longest_prefix_that_fits(budget: int, kept: int) -> None:
-    out = postprocessor(budget=budget).postprocess_nodes(THREE_SMALL, query_str="q")
-    if kept == 0:
-        assert out == []
-    else:
-        assert only_node(out).text.count("abcdefgh") == kept
-        assert out[0].node.metadata["aizk_counts"]["tokens_used"] == 3 * kept
-
-
-@pytest.mark.parametrize("budget", [0, 16385])
-def test_a_budget_outside_one_to_max_budget_is_refused_at_construction(budget: int) -> None:
-    with pytest.raises(ValueError, match=r"budget must be between 1 and max_budget \(16384\)"):
-        AizkEvidencePostprocessor(budget=budget)
-
-
-def test_a_negative_budget_is_refused_at_construction() -> None:
-    with pytest.raises(ValueError, match=r"budget must be an int >= 0, got -1"):
-        AizkEvidencePostprocessor(budget=-1)
-
-
-@pytest.mark.parametrize("budget", [True, 2048.0, "2048", None])
-def test_a_budget_that_is_not_an_int_is_refused_at_construction(budget: object) -> None:
-    with pytest.raises(ValueError, match="budget"):
-        AizkEvidencePostprocessor(budget=budget)  # type: ignore[arg-type]  # the wrong type is the point
-
-
-def test_a_raised_max_budget_allows_a_larger_budget() -> None:
-    assert AizkEvidencePostprocessor(budget=20000, max_budget=32768).budget == 20000
-
-
-def test_a_token_counter_replaces_the_character_heuristic() -> None:
-    out = postprocessor(budget=4, token_counter=lambda text: 1).postprocess_nodes(THREE_SMALL)
-    assert out[0].node.metadata["aizk_counts"]["kept"] == 2
-
-
-def test_unknown_settings_are_refused_at_construction() -> None:
-    with pytest.raises(ValueError, match="budgte"):
-        AizkEvidencePostprocessor(budgte=10)  # type: ignore[call-arg]  # the typo is the point
-    with pytest.raises(ValueError, match="return_nodes"):
-        AizkEvidencePostprocessor(return_nodes="yes")  # type: ignore[arg-type]  # same
-
-
-def test_empty_input_gives_no_nodes() -> None:
-    assert postprocessor().postprocess_nodes([], query_str="q") == []
-
-
-def test_everything_withheld_gives_no_nodes() -> None:
-    nodes = [scored("d", ANA_DIARY, scopes=ANA), scored("s", SCRATCH)]
-    assert postprocessor().postprocess_nodes(nodes) == []
-
-
-# Malformed input
-
-
-@pytest.mark.parametrize(
-    ("metadata", "field", "allowed"),
-    [
-        ({"lane": "memories"}, "'lane'", "allowed: sources, working_memory"),
-        ({"scopes": 7}, "'scopes'", "list, tuple or set"),
-        ({"scopes": [SAM, ""]}, "'scopes'", "non-empty str"),
-        ({"artifact_id": "not-a-uuid"}, "'artifact_id'", "expected a UUID"),
-        ({"artifact_content_id": 12}, "'artifact_content_id'", "expected a UUID"),
-    ],
-)
-def test_malformed_metadata_is_an_error_naming_the_node_and_the_field(
-    metadata: dict[str, object], field: str, allowed: str
-) -> None:
-    malformed = NodeWithScore(node=TextNode(id_="abc-123", text="text", metadata=metadata))
-    nodes = [scored("fine", PREFERENCE, scopes=SAM), malformed]
-    with pytest.raises(EvidenceError) as raised:
-        postprocessor().postprocess_nodes(nodes)
-    message = str(raised.value)
-    assert message.startswith("node 'abc-123' (position 1): ")
-    assert field in message
-    assert allowed in message
-
-
-def test_renamed_metadata_keys_are_read_and_named_in_errors() -> None:
-    settings = {"lane_key": "kind", "scopes_key": "acl"}
-    good = scored("ok", PREFERENCE, kind="facts", acl=[SAM], lane="ignored")
-    node = only_node(postprocessor(**settings).postprocess_nodes([good]))
-    assert "**Derived memory** from scope `private`" in node.text
-    with pytest.raises(EvidenceError, match=r"node 'bad' \(position 0\): metadata 'kind'"):
-        postprocessor(**settings).postprocess_nodes([scored("bad", "t", kind="x", acl=SAM)])
+# Media nodes
 
 
 @pytest.mark.parametrize(
     "node",
     [
         ImageNode(id_="img", image="aGVsbG8=", metadata={"scopes": SAM}),
-        Node(id_="img", audio_resource=MediaResource(data=b"RIFF....WAVE")),
+        Node.model_validate(
+            {
+                "id_": "img",
+                "audio_resource": MediaResource(data=b"RIFF....WAVE"),
+                "metadata": {"scopes": SAM},
+            }
+        ),
     ],
     ids=["ImageNode", "Node with an audio resource"],
 )
@@ -466,15 +334,7 @@ def test_an_image_node_with_text_is_evidence_by_its_text() -> None:
     assert "A photo of the whiteboard." in only_node(out).text
 
 
-def test_input_nodes_are_never_mutated() -> None:
-    nodes = retrieved()
-    before = [node.model_dump() for node in nodes]
-    for return_nodes in (False, True):
-        postprocessor(return_nodes=return_nodes).postprocess_nodes(nodes, query_str="q")
-    assert [node.model_dump() for node in nodes] == before
-
-
-# Returning the kept nodes
+# Returned nodes keep their id and score
 
 
 def test_return_nodes_gives_new_kept_nodes_with_only_public_metadata() -> None:
@@ -498,11 +358,6 @@ def test_return_nodes_gives_new_kept_nodes_with_only_public_metadata() -> None:
     originals |= {id(n.node.metadata) for n in nodes}
     for kept in out:
         assert not {id(kept), id(kept.node), id(kept.node.metadata)} & originals
-
-
-def test_return_nodes_respects_the_budget_and_gives_nothing_when_nothing_fits() -> None:
-    assert len(postprocessor(return_nodes=True, budget=8).postprocess_nodes(THREE_SMALL)) == 2
-    assert postprocessor(return_nodes=True, budget=1).postprocess_nodes(THREE_SMALL) == []
 
 
 # Settings, serialization and sharing
@@ -567,14 +422,6 @@ def test_query_engines_can_still_set_the_callback_manager() -> None:
 # Async and logging
 
 
-def test_the_async_path_gives_the_same_nodes_as_the_sync_path() -> None:
-    for return_nodes in (False, True):
-        shared = postprocessor(return_nodes=return_nodes, budget=30)
-        sync = shared.postprocess_nodes(retrieved(), query_str="q")
-        async_ = asyncio.run(shared.apostprocess_nodes(retrieved(), query_str="q"))
-        assert [n.model_dump() for n in async_] == [n.model_dump() for n in sync]
-
-
 def test_the_async_path_packs_on_the_calling_thread() -> None:
     threads: set[int] = set()
 
@@ -586,22 +433,153 @@ def test_the_async_path_packs_on_the_calling_thread() -> None:
     assert threads == {threading.get_ident()}
 
 
-def test_the_cut_table_is_logged_at_debug_level(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.DEBUG, logger="aizk_integrations.llama_index"):
-        postprocessor(budget=20).postprocess_nodes(retrieved())
-    [record] = caplog.records
-    assert record.levelno == logging.DEBUG
-    assert "drop, over budget" in record.getMessage()
-    assert "facts" in record.getMessage()
+# Inside real LlamaIndex pipelines
+
+READABLE = {
+    "plan": "Q3 Retrieval Plan by Sam\n  Week three targets the reranker ablation.",
+    "pref": "Sam prefers morning study blocks.",
+    "club": "Book club meets on the second Thursday.",
+}
+WITHHELD = {
+    "diary": "Ana's allotment diary: tomatoes need staking.",
+    "scratch": "A scratch note with no scope at all.",
+}
 
 
-def test_the_cut_table_is_not_built_when_debug_is_off(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+def notes() -> list[TextNode]:
+    """Five notes; Sam may read three. `file_name` is the kind of metadata LlamaIndex readers
+    attach and would normally print into the prompt."""
+    scopes = {
+        "plan": ["sam"],
+        "pref": "sam",
+        "club": ["sam", "org-book-club"],
+        "diary": ["ana", "org-book-club"],
+        "scratch": None,
+    }
+    return [
+        TextNode(
+            id_=key,
+            text=text,
+            metadata={"file_name": f"{key}.md", "scopes": scopes[key], "lane": "sources"},
+        )
+        for key, text in (READABLE | WITHHELD).items()
+    ]
+
+
+def sam() -> ScopeDirectory:
+    return ScopeDirectory.for_caller(
+        "sam", {"org-book-club": Scope(name="book-club", description="Neighborhood book club")}
+    )
+
+
+@pytest.fixture(scope="module")
+def index() -> VectorStoreIndex:
+    return VectorStoreIndex(notes(), embed_model=MockEmbedding(embed_dim=8))
+
+
+def between_fences(prompt: str, fence: str) -> str:
+    """The context a prompt template placed between its two fence lines."""
+    parts = prompt.split(f"\n{fence}\n")
+    assert len(parts) == 3, prompt
+    return parts[1]
+
+
+def the_block(source_nodes: list[NodeWithScore]) -> str:
+    [node] = source_nodes
+    return node.node.get_content(metadata_mode=MetadataMode.LLM)
+
+
+def assert_is_sams_block(block: str) -> None:
+    assert block.startswith("## Scopes\n\n- `book-club` Neighborhood book club\n")
+    for text in READABLE.values():
+        assert text.splitlines()[0] in block
+    for text in WITHHELD.values():
+        assert text not in block
+
+
+def query_engine(index: VectorStoreIndex, evidence: AizkEvidencePostprocessor) -> BaseQueryEngine:
+    """Retrieve every note, so what is left out is left out by the postprocessor alone."""
+    return index.as_query_engine(
+        llm=MockLLM(), node_postprocessors=[evidence], similarity_top_k=len(notes())
+    )
+
+
+def test_a_query_engine_prompt_receives_exactly_the_block(index: VectorStoreIndex) -> None:
+    engine = query_engine(index, AizkEvidencePostprocessor(directory=sam()))
+    response = engine.query("What is Sam working on?")
+    assert isinstance(response, Response)
+    block = the_block(response.source_nodes)
+    assert_is_sams_block(block)
+    prompt = str(response)
+    assert between_fences(prompt, "-" * 21) == block
+    for leaked in ("file_name", "aizk_recall", "aizk_counts", "org-book-club", "lane"):
+        assert leaked not in prompt
+
+
+def test_aquery_gives_the_same_prompt_and_block_as_query(index: VectorStoreIndex) -> None:
+    engine = query_engine(index, AizkEvidencePostprocessor(directory=sam()))
+    sync = engine.query("What is Sam working on?")
+    async_ = asyncio.run(engine.aquery("What is Sam working on?"))
+    assert str(async_) == str(sync)
+    assert [n.model_dump() for n in async_.source_nodes] == [
+        n.model_dump() for n in sync.source_nodes
+    ]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["chat", "achat"])
+def test_a_context_chat_engine_prompt_receives_exactly_the_block(
+    index: VectorStoreIndex, asynchronous: bool
 ) -> None:
-    def refuse(self: PackOutcome) -> str:
-        raise AssertionError("table() built with DEBUG off")
+    llm = MockLLM()
+    engine = index.as_chat_engine(
+        chat_mode=ChatMode.CONTEXT,
+        llm=llm,
+        # The default Memory keeps an aiosqlite connection it never closes, which surfaces as a
+        # ResourceWarning at garbage collection; the plain buffer keeps the test warning-free.
+        memory=ChatMemoryBuffer.from_defaults(llm=llm),
+        node_postprocessors=[AizkEvidencePostprocessor(directory=sam())],
+        similarity_top_k=len(notes()),
+    )
+    question = "What is Sam working on?"
+    response = asyncio.run(engine.achat(question)) if asynchronous else engine.chat(question)
+    block = the_block(response.source_nodes)
+    assert_is_sams_block(block)
+    assert between_fences(response.response, "-" * 20) == block
+    assert "file_name" not in response.response
 
-    monkeypatch.setattr(PackOutcome, "table", refuse)
-    with caplog.at_level(logging.INFO, logger="aizk_integrations.llama_index"):
-        assert postprocessor().postprocess_nodes(retrieved())
-    assert caplog.records == []
+
+def test_a_retriever_used_directly_then_postprocessed_keeps_the_retrieval_order(
+    index: VectorStoreIndex,
+) -> None:
+    retrieved = index.as_retriever(similarity_top_k=len(notes())).retrieve("plans")
+    out = AizkEvidencePostprocessor(directory=sam()).postprocess_nodes(retrieved, query_str="q")
+    block = the_block(out)
+    assert_is_sams_block(block)
+    readable_order = [n.node.node_id for n in retrieved if n.node.node_id in READABLE]
+    shown = sorted(readable_order, key=lambda key: block.index(READABLE[key].splitlines()[0]))
+    assert shown == readable_order
+    assert out[0].node.metadata["aizk_counts"]["withheld"] == 2
+
+
+def test_return_nodes_puts_public_labels_and_no_internal_metadata_in_the_prompt(
+    index: VectorStoreIndex,
+) -> None:
+    engine = query_engine(index, AizkEvidencePostprocessor(directory=sam(), return_nodes=True))
+    response = engine.query("What is Sam working on?")
+    prompt = str(response)
+    assert sorted(n.node.node_id for n in response.source_nodes) == sorted(READABLE)
+    assert "provenance: source" in prompt
+    assert "scope_names: ['private', 'book-club']" in prompt
+    for leaked in ("file_name", "org-book-club", "lane", *WITHHELD.values()):
+        assert leaked not in prompt
+
+
+def test_a_query_where_everything_is_withheld_reaches_the_llm_with_no_context(
+    index: VectorStoreIndex,
+) -> None:
+    stranger = ScopeDirectory.for_caller("kenji", {})
+    engine = query_engine(index, AizkEvidencePostprocessor(directory=stranger))
+    response = engine.query("What is Sam working on?")
+    assert response.source_nodes == []
+    for text in (*READABLE.values(), *WITHHELD.values()):
+        assert text not in str(response)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import count
 from math import ceil
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
@@ -13,8 +14,6 @@ from hypothesis import strategies as st
 from aizk_integrations import (
     BudgetCovers,
     Candidate,
-    CharsPerToken,
-    Decision,
     EvidenceError,
     Lane,
     RecallResult,
@@ -24,7 +23,6 @@ from aizk_integrations import (
     pack,
     pack_block,
 )
-from aizk_integrations.block_budget import cut_block
 from tests.offline_tokenizers import bpe_counter, cl100k_counter
 
 READER = "me"
@@ -104,22 +102,6 @@ def test_the_whole_rendered_block_fits_the_budget_and_is_a_prefix_in_merit_order
     assert result == RecallResult.from_candidates(shown[:kept], directory)
 
 
-@pytest.mark.parametrize("counter", ALL_COUNTERS.values(), ids=ALL_COUNTERS.keys())
-@unhurried
-@given(items=candidate_lists, directory=directories, budget=budgets)
-def test_the_reported_tokens_are_the_counters_answer_for_the_rendered_block(
-    counter: TokenCounter, items: list[Candidate], directory: ScopeDirectory | None, budget: int
-) -> None:
-    shown = authorized(items, directory)
-    cut = cut_block(shown, budget, directory, token_counter=counter)
-    assert cut.tokens == counter(cut.result.to_markdown())
-    kept = len(cut.result.evidence)
-    assert [step.decision for step in cut.steps[:kept]] == [Decision.KEEP] * kept
-    after = [step.decision for step in cut.steps[kept:]]
-    # One over the budget, or more when the exact count moved the cut back from the estimate's.
-    assert after == ([Decision.OVER_BUDGET] + [Decision.AFTER_CUT] * (len(after) - 1))[: len(after)]
-
-
 @given(items=candidate_lists, directory=directories, budget=budgets)
 def test_with_the_heuristic_the_block_keeps_the_longest_prefix_whose_rendering_fits(
     items: list[Candidate], directory: ScopeDirectory | None, budget: int
@@ -137,30 +119,13 @@ def test_with_the_heuristic_the_block_keeps_the_longest_prefix_whose_rendering_f
 def test_the_walk_prices_the_block_character_for_character_as_the_template_renders_it(
     items: list[Candidate], directory: ScopeDirectory | None
 ) -> None:
+    # One token per character: the walk's price of each prefix must be its rendering's length.
     shown = authorized(items, directory)
-    cut = cut_block(shown, 10**9, directory, token_counter=CharsPerToken(1.0))
-    assert cut.tokens == len(cut.result.to_markdown())
-    for step in cut.steps:
-        prefix = RecallResult.from_candidates(shown[: step.rank], directory)
-        assert step.running == len(prefix.to_markdown())
-
-
-@given(
-    items=candidate_lists,
-    directory=directories,
-    budget=budgets,
-    ratio=st.floats(min_value=0.25, max_value=16),
-)
-def test_a_custom_chars_per_token_ratio_is_exact_too(
-    items: list[Candidate], directory: ScopeDirectory | None, budget: int, ratio: float
-) -> None:
-    shown = authorized(items, directory)
-    counter = CharsPerToken(ratio)
-    result = pack_block(shown, budget, directory, token_counter=counter)
-    kept = len(result.evidence)
-    assert counter(result.to_markdown()) <= budget
-    if kept < len(shown):
-        assert rendered_tokens(shown[: kept + 1], directory, counter) > budget
+    for end in range(1, len(shown) + 1):
+        prefix = shown[:end]
+        length = len(RecallResult.from_candidates(prefix, directory).to_markdown())
+        assert len(pack_block(prefix, length, directory, token_counter=len).evidence) == end
+        assert len(pack_block(prefix, length - 1, directory, token_counter=len).evidence) < end
 
 
 @pytest.mark.parametrize("counter", ALL_COUNTERS.values(), ids=ALL_COUNTERS.keys())
@@ -214,16 +179,9 @@ def test_a_counter_that_is_not_additive_still_gets_a_block_within_budget(
 def test_when_the_exact_count_is_over_items_are_dropped_from_the_tail() -> None:
     items = [Candidate(line="x" * 40) for _ in range(3)]
     whole = superadditive(RecallResult.from_candidates(items).to_markdown())
-    two = superadditive(RecallResult.from_candidates(items[:2]).to_markdown())
-    cut = cut_block(items, whole - 1, token_counter=superadditive)
-    # The sum of the parts says all three fit; the block as rendered says only two do.
-    assert [step.decision for step in cut.steps] == [
-        Decision.KEEP,
-        Decision.KEEP,
-        Decision.OVER_BUDGET,
-    ]
-    assert cut.result == RecallResult.from_candidates(items[:2])
-    assert cut.tokens == two
+    # Priced piece by piece, all three fit a budget of whole - 1; the block as rendered does not.
+    result = pack_block(items, whole - 1, token_counter=superadditive)
+    assert result == RecallResult.from_candidates(items[:2])
 
 
 def test_the_seed_example_overflows_a_lines_budget_but_not_a_block_budget(
@@ -243,9 +201,7 @@ def test_the_seed_example_overflows_a_lines_budget_but_not_a_block_budget(
 def test_an_empty_result_costs_nothing_and_fits_a_zero_budget(
     seed_candidates: list[Candidate], seed_directory: ScopeDirectory
 ) -> None:
-    cut = cut_block(seed_candidates, 0, seed_directory)
-    assert cut.result.to_markdown() == ""
-    assert cut.tokens == 0
+    assert pack_block(seed_candidates, 0, seed_directory) == RecallResult()
     assert pack_block([], 0) == RecallResult()
 
 
@@ -296,4 +252,4 @@ def test_a_counter_that_fails_on_the_rendered_block_is_named_as_such() -> None:
 
 
 def test_the_budget_modes_are_named_by_what_they_count() -> None:
-    assert [mode.value for mode in BudgetCovers] == ["lines", "block"]
+    assert get_args(BudgetCovers) == ("lines", "block")

@@ -12,9 +12,9 @@ import venv
 import zipfile
 from pathlib import Path
 
-from tests.test_result import GOLDEN
+from tests.golden import GOLDEN
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 RENDER_SEED = """
 from uuid import UUID

@@ -7,7 +7,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aizk_integrations import Candidate, Lane, RecallResult, Scope, ScopeDirectory
-from aizk_integrations.rendering import code_span
 from tests.block_structure import assert_structure_holds, parsed_structure
 
 LINE_BREAKS = [
@@ -146,13 +145,19 @@ def test_an_unclosed_fence_cannot_swallow_the_next_item() -> None:
         ("has`tick", "``has`tick``"),
         ("`edge", "`` `edge ``"),
         ("a``b```c", "````a``b```c````"),
+        ("ends`", "`` ends` ``"),
         ("two\nlines\u2028here", "`two lines here`"),
         (" spaced ", "`  spaced  `"),
     ],
 )
 def test_a_scope_name_renders_as_one_inline_code_span_on_one_line(name: str, span: str) -> None:
-    assert code_span(name) == span
-    tokens = parsed_structure_inline(f"- {span} tail")
+    directory = ScopeDirectory.for_caller("me", {"org": Scope(name=name)})
+    block = RecallResult.from_candidates(
+        [Candidate(line="x", scopes=["org"])], directory
+    ).to_markdown()
+    header_line = block.splitlines()[2]
+    assert header_line == f"- {span}"
+    tokens = parsed_structure_inline(f"{header_line} tail")
     assert tokens == [name.replace("\n", " ").replace("\u2028", " ")]
 
 

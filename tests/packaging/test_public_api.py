@@ -1,0 +1,72 @@
+"""The import paths and names users write are part of the contract."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import aizk_integrations
+
+
+def test_the_public_names_are_pinned() -> None:
+    assert aizk_integrations.__all__ == [
+        "BudgetCovers",
+        "Candidate",
+        "Evidence",
+        "EvidenceError",
+        "Lane",
+        "Provenance",
+        "RecallResult",
+        "Scope",
+        "ScopeDirectory",
+        "TokenCounter",
+        "explain",
+        "pack",
+        "pack_block",
+    ]
+    for name in aizk_integrations.__all__:
+        assert getattr(aizk_integrations, name) is not None
+
+
+def test_every_module_but_the_public_ones_is_private() -> None:
+    package = Path(aizk_integrations.__file__).parent
+    public = {"__init__", "counters", "langchain", "llama_index"}
+    modules = {path.stem for path in package.glob("*.py")}
+    assert public <= modules
+    assert {name for name in modules - public if not name.startswith("_")} == set()
+
+
+def test_the_adapters_expose_no_plumbing_methods() -> None:
+    from aizk_integrations.langchain import AizkEvidenceCompressor
+    from aizk_integrations.llama_index import AizkEvidencePostprocessor
+
+    ours = {"as_runnable", "compress_documents", "acompress_documents", "class_name"}
+    for adapter in (AizkEvidenceCompressor, AizkEvidencePostprocessor):
+        defined = {
+            name
+            for klass in adapter.__mro__
+            if klass.__module__.startswith("aizk_integrations")
+            for name, value in vars(klass).items()
+            if callable(value) and not name.startswith("_")
+        }
+        assert defined <= ours, defined - ours
+
+
+def test_the_defaults_are_the_seeds() -> None:
+    from aizk_integrations.langchain import AizkEvidenceCompressor
+
+    defaults = AizkEvidenceCompressor()
+    assert (defaults.budget, defaults.max_budget, defaults.chars_per_token) == (2048, 16384, 4.0)
+
+
+def test_importing_the_core_loads_no_framework() -> None:
+    probe = (
+        "import sys, aizk_integrations;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'langchain_core', 'langchain_classic', 'llama_index'}))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert completed.stdout.strip() == "[]"
