@@ -27,17 +27,23 @@ class ItemError(EvidenceError):
     """What is wrong with the item at `position`, before anyone has said what that item is called.
 
     `position` is the item's index in what the caller passed, or `None` for the rendered block
-    as a whole.
+    as a whole. An item found wrong before it was authorized (its scopes unreadable) may be
+    another reader's, so it is `authorized=False` and named by its position alone.
     """
 
-    def __init__(self, position: int | None, problem: str) -> None:
+    def __init__(self, position: int | None, problem: str, *, authorized: bool = True) -> None:
         super().__init__(problem)
         self.position = position
         self.problem = problem
+        self.authorized = authorized
+
+
+ItemName = Callable[[int, bool], str]
+"""How a boundary names the item at a position; the flag says whether it may show the item's id."""
 
 
 @contextmanager
-def naming_items(name: Callable[[int], str]) -> Iterator[None]:
+def naming_items(name: ItemName) -> Iterator[None]:
     """Turn an `ItemError` raised inside into an `EvidenceError` that starts with the item's name.
 
     The cause (a counter's own exception, say) stays chained, so a traceback still shows it.
@@ -45,7 +51,10 @@ def naming_items(name: Callable[[int], str]) -> Iterator[None]:
     try:
         yield
     except ItemError as error:
-        who = "the rendered block" if error.position is None else name(error.position)
+        if error.position is None:
+            who = "the rendered block"
+        else:
+            who = name(error.position, error.authorized)
         raise EvidenceError(f"{who}: {error.problem}") from error.__cause__
 
 

@@ -15,7 +15,7 @@ from aizk_integrations._errors import naming_items
 from aizk_integrations._pricing import BlockPricing, LinesPricing, Pricing
 from aizk_integrations._rendering import render, shared_scopes
 from aizk_integrations._result import RecallResult, public_json
-from aizk_integrations._rows import Row
+from aizk_integrations._rows import Row, Withheld
 from aizk_integrations._scopes import Scope, ScopeDirectory
 from aizk_integrations._tokens import SEED_COUNTER, TokenCounter
 
@@ -83,8 +83,8 @@ class Packing(NamedTuple):
     """The rows the walk read: the kept ones and the one that ended it."""
     tokens_used: int
     budget: int
-    withheld: int = 0
-    """Items the reader may not see, among those read."""
+    withheld: tuple[tuple[int, Withheld], ...] = ()
+    """Position and reason of each item read that the reader may not see."""
     total: int | None = None
     """How many items the caller passed, when it said."""
 
@@ -103,9 +103,9 @@ class Packing(NamedTuple):
     @property
     def cut_by_budget(self) -> int:
         """Items the budget left out: the one that ended the walk, and all after it."""
-        read = len(self.steps) + self.withheld
+        read = len(self.steps) + len(self.withheld)
         total = read if self.total is None else self.total
-        return total - len(self.kept) - self.withheld
+        return total - len(self.kept) - len(self.withheld)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -113,7 +113,7 @@ class Packing(NamedTuple):
         return {
             "kept": len(self.kept),
             "cut_by_budget": self.cut_by_budget,
-            "withheld": self.withheld,
+            "withheld": len(self.withheld),
             "tokens_used": self.tokens_used,
             "budget": self.budget,
         }
@@ -122,7 +122,7 @@ class Packing(NamedTuple):
         """The cut table of the rows read; rows after the cut were never read."""
         unread = self.cut_by_budget - (len(self.steps) - len(self.kept))
         note = f"\n  ({unread} more after the cut, not read)" if unread > 0 else ""
-        return cut_table(self.steps, self.budget) + note
+        return cut_table(self.steps, self.budget, self.withheld) + note
 
 
 def cut(rows: Iterable[Row], budget: int, pricing: Pricing) -> Packing:
@@ -153,24 +153,36 @@ def _decision(index: int, kept: int) -> Decision:
     return Decision.OVER_BUDGET if index == kept else Decision.AFTER_CUT
 
 
-def cut_table(steps: Iterable[Step], budget: int) -> str:
+def cut_table(
+    steps: Iterable[Step], budget: int, withheld: Iterable[tuple[int, Withheld]] = ()
+) -> str:
     """Render a walk as the seed's plain-text table of what was kept and why the rest was not.
 
-    A debugging view: it names lanes, so it belongs in logs and notebooks, never in a prompt.
+    Items withheld before the walk are listed where they stood, by reason only: they were
+    never read past their scopes. A debugging view: it names lanes, so it belongs in logs and
+    notebooks, never in a prompt.
     """
     lines = [
         f"  rank  lane            tokens  running  budget {budget}",
         "  ----  --------------  ------  -------  " + "-" * len(f"budget {budget}"),
     ]
-    lines.extend(
-        f"  {step.rank:>4}  {step.row.lane.value:<14}  {step.tokens:>6}  "
-        f"{step.running:>7}  {step.decision.value}"
+    rows = [
+        (
+            step.row.position,
+            f"  {step.rank:>4}  {step.row.lane.value:<14}  {step.tokens:>6}  "
+            f"{step.running:>7}  {step.decision.value}",
+        )
         for step in steps
+    ]
+    rows.extend(
+        (position, f"  {'-':>4}  {'-':<14}  {'-':>6}  {'-':>7}  withheld: {reason.value}")
+        for position, reason in withheld
     )
+    lines.extend(line for _, line in sorted(rows, key=lambda row: row[0]))
     return "\n".join(lines)
 
 
-def _candidate(position: int) -> str:
+def _candidate(position: int, authorized: bool) -> str:
     return f"candidate {position + 1}"
 
 

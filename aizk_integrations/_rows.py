@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Generic, NamedTuple, TypeVar
+from enum import StrEnum
+from typing import Generic, NamedTuple, TypeVar
 from uuid import UUID
 
 from aizk_integrations._errors import ItemError, quoted
@@ -76,24 +77,40 @@ class MetadataKeys(NamedTuple):
     artifact_content_id: str
 
 
+class Withheld(StrEnum):
+    """Why an item was left out before the walk, as the cut table and the logs say it."""
+
+    NO_READER = "names scopes, and the call has no reader"
+    UNSCOPED = "names no scope"
+    NOT_PERMITTED = "names a scope the reader may not see"
+
+
 class Access(NamedTuple):
-    """Who is reading, and what they may see."""
+    """Who is reading, and what they may see.
+
+    Fail closed: with no reader, an item that names scopes is shown to nobody, unless the app
+    opted in (`allow_scoped_without_reader`) because every caller may see everything.
+    """
 
     reader: ScopeDirectory | None
     allow_unscoped: bool = False
+    allow_scoped_without_reader: bool = False
 
-    def scopes_if_permitted(self, ids: frozenset[str]) -> tuple[Scope, ...] | None:
-        """The reader's scopes for a row in `ids`, or `None` when the row must be withheld."""
+    def decide(self, ids: frozenset[str]) -> tuple[Scope, ...] | Withheld:
+        """The reader's scopes for an item in `ids`, or why the item is withheld."""
         reader = self.reader
         if reader is None:
-            return ()  # no authorization and no labels
-        if not reader.permits(ids, allow_unscoped=self.allow_unscoped):
-            return None
+            # Nobody in particular is reading: nothing is labelled with scope names.
+            return Withheld.NO_READER if ids and not self.allow_scoped_without_reader else ()
+        if not ids:
+            return () if self.allow_unscoped else Withheld.UNSCOPED
+        if not reader.permits(ids):
+            return Withheld.NOT_PERMITTED
         return reader.resolve(ids)
 
 
 class Reading(Generic[Item]):
-    """Framework items read into rows as the walk pulls them, the withheld ones counted.
+    """Framework items read into rows as the walk pulls them, the withheld ones recorded.
 
     `metadata_of` and `text_of` say where an item keeps its metadata and its text; either may
     raise `ItemError` for an item that is not what the adapter expects.
@@ -112,27 +129,30 @@ class Reading(Generic[Item]):
         self._text_of = text_of
         self._keys = keys
         self._access = access
-        self.withheld = 0
-        """Items read so far that the reader may not see."""
+        self.withheld: list[tuple[int, Withheld]] = []
+        """Position and reason of each item read so far that the reader may not see."""
 
     def __iter__(self) -> Iterator[Row]:
         lane_key, scopes_key, artifact_key, content_key = self._keys
         metadata_of, text_of, access = self._metadata_of, self._text_of, self._access
         # The items of one recall share a few scope sets: each is authorized and named once.
-        decided: dict[frozenset[str], tuple[Scope, ...] | None] = {}
+        decided: dict[frozenset[str], tuple[Scope, ...] | Withheld] = {}
+        withheld = self.withheld
         for position, item in enumerate(self._items):
             metadata = metadata_of(item, position)
             # `dict` first: every framework hands over one, and the ABC check costs more.
             if type(metadata) is not dict and not isinstance(metadata, Mapping):
                 raise ItemError(
-                    position, f"metadata must be a mapping (dict), got {type(metadata).__name__}"
+                    position,
+                    f"metadata must be a mapping (dict), got {type(metadata).__name__}",
+                    authorized=False,
                 )
             ids = _scope_ids(metadata.get(scopes_key), scopes_key, position)
-            scopes = decided.get(ids, _UNDECIDED)
-            if scopes is _UNDECIDED:
-                scopes = decided[ids] = access.scopes_if_permitted(ids)
+            scopes = decided.get(ids)
             if scopes is None:
-                self.withheld += 1
+                scopes = decided[ids] = access.decide(ids)
+            if isinstance(scopes, Withheld):
+                withheld.append((position, scopes))
                 continue
             text = text_of(item, position)
             if not isinstance(text, str):
@@ -152,16 +172,13 @@ class Reading(Generic[Item]):
             yield Row(position, lane, text, scopes, resource_uri(artifact, content))
 
 
-_UNDECIDED: Any = object()
-
-
 def _scope_ids(value: object, key: str, position: int) -> frozenset[str]:
     if value is None:
         return frozenset()
     try:
         return scope_ids(value)
     except TypeError as error:
-        raise ItemError(position, f"metadata {key!r}: {error}") from None
+        raise ItemError(position, f"metadata {key!r}: {error}", authorized=False) from None
 
 
 def _lane(value: object, key: str, position: int) -> Lane:

@@ -8,6 +8,8 @@ metadata and its text.
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -16,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from aizk_integrations._defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
 from aizk_integrations._packing import Packing, check_budget, cut
 from aizk_integrations._pricing import BudgetCovers, pricing_for
-from aizk_integrations._rows import Access, MetadataKeys, Reading
+from aizk_integrations._rows import Access, MetadataKeys, Reading, Withheld
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations._tokens import CharsPerToken, TokenCounter, check_chars_per_token
 
@@ -41,12 +43,24 @@ class PackingSettings(BaseModel):
     )
     directory: ScopeDirectory | None = Field(
         default=None,
-        description="The reader's scopes; None turns authorization and scope labels off.",
+        description=(
+            "The reader's scopes, for calls that name no reader of their own. None: such calls "
+            "show only items that name no scope, unlabelled."
+        ),
     )
     allow_unscoped: bool = Field(
         default=False,
         strict=True,
-        description="With a directory, also show items whose metadata names no scope.",
+        description="With a reader, also show items whose metadata names no scope.",
+    )
+    allow_scoped_without_reader: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "With no reader for a call (no directory, no per-request reader), also show items "
+            "that name scopes, unlabelled. Off by default: such items are withheld. Turn it on "
+            "only where every caller may see everything, such as a single-user app."
+        ),
     )
     lane_key: str = Field(default="lane", min_length=1, description="Metadata key of the lane.")
     scopes_key: str = Field(
@@ -114,7 +128,11 @@ class PackingSettings(BaseModel):
         cannot switch authorization off. Raises `ItemError` for a malformed item: the adapter
         names it.
         """
-        access = Access(self.directory if reader is None else reader, self.allow_unscoped)
+        access = Access(
+            self.directory if reader is None else reader,
+            self.allow_unscoped,
+            self.allow_scoped_without_reader,
+        )
         keys = MetadataKeys(
             self.lane_key, self.scopes_key, self.artifact_id_key, self.artifact_content_id_key
         )
@@ -122,4 +140,44 @@ class PackingSettings(BaseModel):
         counter = self.token_counter or CharsPerToken(self.chars_per_token)
         pricing = pricing_for(self.budget_covers, counter)
         packing = cut(reading, self.budget if budget is None else budget, pricing)
-        return packing._replace(withheld=reading.withheld, total=len(items))
+        return packing._replace(withheld=tuple(reading.withheld), total=len(items))
+
+    def _report(self, packing: Packing, logger: logging.Logger, per_request: str) -> None:
+        """Log the cut table at DEBUG, and say at WARNING why evidence was withheld, if it matters.
+
+        `per_request` tells a user of this adapter how to name a call's reader. Evidence held
+        back for want of a reader is always worth a warning (it is the fail-closed default at
+        work); otherwise only a call that kept nothing because everything was withheld is.
+        """
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("aizk evidence cut:\n%s", packing.table())
+        if packing.withheld and logger.isEnabledFor(logging.WARNING):
+            message = self._withheld_message(packing, per_request)
+            if message:
+                logger.warning("%s", message)
+
+    def _withheld_message(self, packing: Packing, per_request: str) -> str | None:
+        reasons = Counter(reason for _, reason in packing.withheld)
+        advice = []
+        if reasons[Withheld.NO_READER]:
+            advice.append(
+                f"{reasons[Withheld.NO_READER]} name scopes and the call has no reader: give "
+                f"the adapter a directory, {per_request}, or set "
+                "allow_scoped_without_reader=True where every caller may see everything"
+            )
+        elif packing.kept:
+            return None
+        if not packing.kept and reasons[Withheld.UNSCOPED]:
+            advice.append(
+                f"{reasons[Withheld.UNSCOPED]} name no scope under the metadata key "
+                f"{self.scopes_key!r}: put their scope ids there, or set allow_unscoped=True"
+            )
+        if not packing.kept and reasons[Withheld.NOT_PERMITTED]:
+            advice.append(
+                f"{reasons[Withheld.NOT_PERMITTED]} name a scope outside the reader's directory"
+            )
+        read = len(packing.steps) + len(packing.withheld)
+        return (
+            f"aizk withheld {len(packing.withheld)} of the {read} items read and kept "
+            f"{len(packing.kept)}: " + "; ".join(advice)
+        )

@@ -2,15 +2,24 @@
 
 `AizkEvidenceCompressor` is a `BaseDocumentCompressor`, so it drops into
 `ContextualCompressionRetriever` and `DocumentCompressorPipeline`, and `as_runnable()` gives the
-same packer as an LCEL step whose output fills a prompt's `{context}`. The documents are taken
-to be in merit order already (retrieved, perhaps reranked): the packer never reorders, it only
-decides where to stop, so the query is not needed to pack.
+same packer as an LCEL step whose output fills a prompt's `{context}`. `AizkEvidenceRetriever`
+wraps any retriever with it and carries each request's config to it, wherever it is invoked.
+The documents are taken to be in merit order already (retrieved, perhaps reranked): the packer
+never reorders, it only decides where to stop, so the query is not needed to pack.
+
+One app usually serves many readers, so each request names its reader in its config
+(`config={"configurable": {"aizk_directory": reader}}`). The packer reads that config wherever
+LangChain carries one: in an LCEL chain, a retriever tool, a LangGraph node, `batch`. Where
+LangChain carries none (a bare `ContextualCompressionRetriever.invoke`), the call has no reader
+and fails closed: only evidence that names no scope is shown.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Final
 
 from pydantic import ConfigDict, Field
@@ -22,9 +31,21 @@ from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations._settings import PackingSettings
 
 try:
-    from langchain_core.callbacks import Callbacks
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+        Callbacks,
+    )
     from langchain_core.documents import BaseDocumentCompressor, Document
-    from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import (
+        ConfigurableFieldSpec,
+        Runnable,
+        RunnableConfig,
+        RunnableLambda,
+        ensure_config,
+        patch_config,
+    )
 except ImportError as error:
     raise ImportError(
         "aizk_integrations.langchain needs LangChain (langchain-core); install it with "
@@ -37,21 +58,50 @@ __all__ = [
     "DIRECTORY_CONFIG_KEY",
     "RECALL_METADATA_KEY",
     "AizkEvidenceCompressor",
+    "AizkEvidenceRetriever",
 ]
 
 logger = logging.getLogger(__name__)
 
 BUDGET_CONFIG_KEY: Final = "aizk_budget"
-"""`configurable` key of `as_runnable()`: this call's token budget (int, 1 to `max_budget`)."""
+"""`configurable` key: this request's token budget (an int from 1 to `max_budget`)."""
 
 DIRECTORY_CONFIG_KEY: Final = "aizk_directory"
-"""`configurable` key of `as_runnable()`: this call's reader, a `ScopeDirectory`."""
+"""`configurable` key: this request's reader, a `ScopeDirectory`."""
 
 RECALL_METADATA_KEY: Final = "aizk_recall"
 """Metadata key of the block `Document` holding the public `RecallResult` JSON."""
 
 COUNTS_METADATA_KEY: Final = "aizk_counts"
 """Metadata key of the block `Document` holding kept, cut-by-budget, withheld, tokens, budget."""
+
+CONFIG_SPECS: Final = (
+    ConfigurableFieldSpec(
+        id=DIRECTORY_CONFIG_KEY,
+        annotation=ScopeDirectory,
+        name="aizk reader",
+        description="This request's reader: only evidence in their scopes is shown.",
+        default=None,
+    ),
+    ConfigurableFieldSpec(
+        id=BUDGET_CONFIG_KEY,
+        annotation=int,
+        name="aizk budget",
+        description="This request's token budget, from 1 to the packer's max_budget.",
+        default=None,
+    ),
+)
+"""The per-request settings, as LangChain's `config_specs` list them."""
+
+_KNOWN_KEYS = ", ".join(repr(spec.id) for spec in CONFIG_SPECS)
+_PER_REQUEST = (
+    f"pass this request's reader as config={{'configurable': {{{DIRECTORY_CONFIG_KEY!r}: "
+    "directory}} (LangChain hands no config to a compressor inside a bare "
+    "ContextualCompressionRetriever: use AizkEvidenceRetriever there)"
+)
+
+_request_config: ContextVar[RunnableConfig | None] = ContextVar("aizk_request_config", default=None)
+"""The config of the `AizkEvidenceRetriever` call in progress, for the compressor it wraps."""
 
 
 class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
@@ -61,8 +111,8 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
     here, when the compressor is built, so a misconfigured chain fails at startup rather than on
     the first request. The model is frozen so that stays true: pydantic's assignment validation
     would keep a value that breaks a cross-field rule (budget over `max_budget`) even as it
-    raises. Build a new compressor to change a setting, or change budget and reader per call
-    through `as_runnable()`.
+    raises. Build a new compressor to change a setting, or change budget and reader per request
+    through the config.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
@@ -83,14 +133,14 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         query: str,
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
-        """Pack `documents` in the order given; `query` and `callbacks` are not needed.
+        """Pack `documents` in the order given, for the reader of the request in progress.
 
         Returns one `Document` holding the markdown block, or the kept documents when
         `return_documents` is set, or `[]` when nothing is kept: an empty block would only put
-        an empty scaffold into the prompt. LangChain hands a compressor no config, so this uses
-        the settings it was built with; per-request budget and reader go through `as_runnable()`.
+        an empty scaffold into the prompt. The request's budget and reader come from the
+        runnable config LangChain carries (see the module's docstring); `query` is not needed.
         """
-        packing = self._pack_documents(documents, budget=None, reader=None)
+        packing = self._pack_documents(documents, _current_config())
         if not packing.kept:
             return []
         if self.return_documents:
@@ -136,17 +186,31 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         """
 
         def block(documents: Sequence[Document], config: RunnableConfig) -> str:
-            budget, reader = self._call_settings(config)
-            return self._pack_documents(documents, budget=budget, reader=reader).block()
+            return self._pack_documents(documents, config).block()
 
         async def ablock(documents: Sequence[Document], config: RunnableConfig) -> str:
             return block(documents, config)
 
         return RunnableLambda(block, afunc=ablock, name=type(self).__name__)
 
+    def _pack_documents(self, documents: Sequence[Document], config: RunnableConfig) -> Packing:
+        """Run the shared packer over `documents`, reading them lazily up to the cut."""
+        budget, reader = self._call_settings(config)
+        with naming_items(lambda position, authorized: _name(documents, position, authorized)):
+            packing = self._pack(
+                documents, _metadata_of, _page_content_of, budget=budget, reader=reader
+            )
+        self._report(packing, logger, _PER_REQUEST)
+        return packing
+
     def _call_settings(self, config: RunnableConfig) -> tuple[int | None, ScopeDirectory | None]:
-        """Read and check this call's `configurable` overrides; absent keys mean "as built"."""
+        """Read and check a request's `configurable` settings; absent keys mean "as built"."""
         configurable: Mapping[str, Any] = config.get("configurable") or {}
+        for key in configurable:
+            if key.startswith("aizk_") and key not in (BUDGET_CONFIG_KEY, DIRECTORY_CONFIG_KEY):
+                raise ValueError(
+                    f"configurable {quoted(key)} is not an aizk setting; known keys: {_KNOWN_KEYS}"
+                )
         budget = configurable.get(BUDGET_CONFIG_KEY)
         if budget is not None:
             try:
@@ -164,27 +228,78 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
             )
         return budget, directory
 
-    def _pack_documents(
-        self,
-        documents: Sequence[Document],
-        *,
-        budget: int | None,
-        reader: ScopeDirectory | None,
-    ) -> Packing:
-        """Run the shared packer over `documents`, reading them lazily up to the cut."""
-        with naming_items(lambda position: _document_name(documents, position)):
-            packing = self._pack(
-                documents, _metadata_of, _page_content_of, budget=budget, reader=reader
-            )
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("aizk evidence cut:\n%s", packing.table())
-        return packing
+
+class AizkEvidenceRetriever(BaseRetriever):
+    """Any retriever, packed for the request's reader: a `ContextualCompressionRetriever` that
+    carries the config.
+
+    LangChain's `ContextualCompressionRetriever` hands its compressor no config, so invoked on
+    its own (`retriever.invoke(question, config=...)`) the compressor never learns the reader,
+    and fails closed. This retriever passes its config on, so the same call works wherever it
+    is made: on its own, in a chain, in a retriever tool.
+    """
+
+    base_retriever: BaseRetriever = Field(description="Retrieves, and ranks, the documents.")
+    compressor: AizkEvidenceCompressor = Field(
+        default_factory=AizkEvidenceCompressor, description="Packs them for the request."
+    )
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The per-request settings, as LangChain lists a runnable's configurable fields."""
+        return [*self.base_retriever.config_specs, *CONFIG_SPECS]
+
+    def invoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        with _carrying(config):
+            return super().invoke(input, config, **kwargs)
+
+    async def ainvoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        with _carrying(config):
+            return await super().ainvoke(input, config, **kwargs)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        config = _current_config()
+        child = patch_config(config, callbacks=run_manager.get_child())
+        documents = self.base_retriever.invoke(query, child, **kwargs)
+        return list(self.compressor.compress_documents(documents, query))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        config = _current_config()
+        child = patch_config(config, callbacks=run_manager.get_child())
+        documents = await self.base_retriever.ainvoke(query, child, **kwargs)
+        return list(await self.compressor.acompress_documents(documents, query))
+
+
+@contextmanager
+def _carrying(config: RunnableConfig | None) -> Iterator[None]:
+    """Make `config` the request config of what runs inside, for `_current_config`."""
+    token = _request_config.set(ensure_config(config))
+    try:
+        yield
+    finally:
+        _request_config.reset(token)
+
+
+def _current_config() -> RunnableConfig:
+    """The config of the request in progress: an `AizkEvidenceRetriever` call's, or the one
+    LangChain carries for the runnable in progress (empty outside any)."""
+    return _request_config.get() or ensure_config()
 
 
 def _metadata_of(document: object, position: int) -> object:
     if not isinstance(document, Document):
         raise ItemError(
-            position, f"expected a langchain_core Document, got {type(document).__name__}"
+            position,
+            f"expected a langchain_core Document, got {type(document).__name__}",
+            authorized=False,
         )
     return document.metadata
 
@@ -193,8 +308,8 @@ def _page_content_of(document: Document, position: int) -> object:
     return document.page_content
 
 
-def _document_name(documents: Sequence[Document], position: int) -> str:
-    """How an error names a document: its index, and its id when it has one."""
-    identifier = getattr(documents[position], "id", None)
+def _name(documents: Sequence[Document], position: int, authorized: bool) -> str:
+    """How an error names a document: its index, and its id once it is known to be readable."""
     name = f"documents[{position}]"
+    identifier = getattr(documents[position], "id", None) if authorized else None
     return f"{name} (id {quoted(identifier)})" if identifier else name

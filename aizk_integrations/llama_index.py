@@ -48,6 +48,10 @@ __all__ = ["AizkEvidencePostprocessor", "reading_as"]
 logger = logging.getLogger(__name__)
 
 _call_reader: ContextVar[ScopeDirectory | None] = ContextVar("aizk_call_reader", default=None)
+_PER_REQUEST = (
+    "run the request inside `with reading_as(directory):` (a plain thread does not inherit it: "
+    "submit `contextvars.copy_context().run` with the call to carry it)"
+)
 
 
 @contextmanager
@@ -125,12 +129,19 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         # Pydantic would accept `budget = 10**6` silently, and even with validate_assignment it
         # keeps the bad value when the cross-field check fails. A shared instance must not change
         # rules under a concurrent query, so the settings are fixed once validated.
+        self._refuse_change(name)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._refuse_change(name)
+        super().__delattr__(name)
+
+    def _refuse_change(self, name: str) -> None:
         if name in type(self).model_fields and name != "callback_manager":
             raise AttributeError(
                 f"{name} is fixed when the postprocessor is built; create a new "
                 f"{type(self).__name__} with the setting you want"
             )
-        super().__setattr__(name, value)
 
     @_signature_computed_once
     def _postprocess_nodes(
@@ -139,10 +150,9 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
-        with naming_items(lambda position: _node_name(nodes, position)):
+        with naming_items(lambda position, authorized: _name(nodes, position, authorized)):
             packing = self._pack(nodes, _metadata_of, _text_of, reader=_call_reader.get())
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("aizk evidence cut:\n%s", packing.table())
+        self._report(packing, logger, _PER_REQUEST)
         if not packing.kept:
             return []
         if self.return_nodes:
@@ -160,7 +170,9 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
 
 def _metadata_of(scored: object, position: int) -> object:
     if not isinstance(scored, NodeWithScore):
-        raise ItemError(position, f"expected a NodeWithScore, got {type(scored).__name__}")
+        raise ItemError(
+            position, f"expected a NodeWithScore, got {type(scored).__name__}", authorized=False
+        )
     return scored.node.metadata
 
 
@@ -188,10 +200,10 @@ def _carries_media(node: BaseNode) -> bool:
     return False
 
 
-def _node_name(nodes: Sequence[object], position: int) -> str:
-    """How an error names a node: its id, and its index in the list the postprocessor got."""
+def _name(nodes: Sequence[object], position: int, authorized: bool) -> str:
+    """How an error names a node: its id once it is known to be readable, and its index."""
     scored = nodes[position]
-    if not isinstance(scored, NodeWithScore):
+    if not authorized or not isinstance(scored, NodeWithScore):
         return f"nodes[{position}]"
     return f"node {quoted(scored.node.node_id)} (position {position})"
 

@@ -57,6 +57,8 @@ class Adapter:
     name: str
     item_label: str
     """How an error names the entry at position 1 (a regex)."""
+    position_label: str
+    """How it names that entry before knowing the reader may see it: by position alone."""
     logger: str
     build: Callable[..., Any]
     make_item: Callable[[int, object, object], Any]
@@ -116,6 +118,7 @@ def _read_node(scored: NodeWithScore) -> tuple[str, dict[str, Any]]:
 LANGCHAIN = Adapter(
     name="langchain",
     item_label=r"documents\[1\] \(id 'doc-1'\)",
+    position_label=r"documents\[1\]",
     logger="aizk_integrations.langchain",
     build=AizkEvidenceCompressor,
     make_item=_document,
@@ -128,6 +131,7 @@ LANGCHAIN = Adapter(
 LLAMA_INDEX = Adapter(
     name="llama_index",
     item_label=r"node 'doc-1' \(position 1\)",
+    position_label=r"nodes\[1\]",
     logger="aizk_integrations.llama_index",
     build=AizkEvidencePostprocessor,
     make_item=_node,

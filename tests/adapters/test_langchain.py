@@ -41,6 +41,7 @@ from aizk_integrations.langchain import AizkEvidenceCompressor
 def test_the_adapter_module_exports_are_pinned() -> None:
     assert sorted(adapter.__all__) == [
         "AizkEvidenceCompressor",
+        "AizkEvidenceRetriever",
         "BUDGET_CONFIG_KEY",
         "COUNTS_METADATA_KEY",
         "DIRECTORY_CONFIG_KEY",
@@ -218,9 +219,11 @@ def test_a_bad_per_call_setting_is_an_error_naming_the_key_and_what_is_allowed(
         runnable.invoke(household(), config={"configurable": configurable})
 
 
-def test_a_per_call_reader_turns_authorization_on_for_an_instance_without_one() -> None:
+def test_a_per_call_reader_is_the_reader_of_an_instance_without_one() -> None:
     runnable = AizkEvidenceCompressor().as_runnable()
-    assert ANA_NOTE in runnable.invoke(household())
+    without = runnable.invoke(household())
+    assert UNSCOPED in without
+    assert ANA_NOTE not in without  # no reader: evidence that names scopes is withheld
     block = runnable.invoke(household(), config={"configurable": {"aizk_directory": reader("sam")}})
     assert ANA_NOTE not in block
     assert SAM_NOTE in block

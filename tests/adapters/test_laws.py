@@ -138,7 +138,11 @@ def test_custom_metadata_key_names_are_read_instead_of_the_defaults(adapter: Ada
     assert evidence["scopes"] == ["private"]
     assert evidence["resource_uri"] == f"aizk://artifacts/{ARTIFACT}/contents/{CONTENT}"
     with pytest.raises(EvidenceError, match=rf"^{adapter.item_label}: metadata 'kind'"):
-        adapter.run([("ok", {"acl": "sam"}), ("bad", {"kind": "x", "acl": "sam"})], **keys)
+        adapter.run(
+            [("ok", {"acl": "sam"}), ("bad", {"kind": "x", "acl": "sam"})],
+            directory=READER,
+            **keys,
+        )
 
 
 # Authorization
@@ -236,10 +240,25 @@ def test_unscoped_items_appear_only_when_allowed(
 
 @laws
 @given(entries=scoped_entries, budget=budgets)
-def test_without_a_directory_nothing_is_withheld_and_nothing_is_labelled(
+def test_without_a_reader_only_items_that_name_no_scope_are_shown(
     adapter: Adapter, entries: list[Entry], budget: int
 ) -> None:
+    kept = adapter.kept(entries, budget=10_000)
+    assert kept.texts == [text for text, metadata in entries if not scopes_of((text, metadata))]
     answer = adapter.run(entries, budget=budget)
+    if answer.items:
+        assert " from scope " not in answer.block
+        assert "## Scopes" not in answer.block
+        for evidence in answer.recall["evidence"]:
+            assert evidence["scopes"] == []
+
+
+@laws
+@given(entries=scoped_entries, budget=budgets)
+def test_showing_scoped_items_to_no_particular_reader_is_an_explicit_opt_in(
+    adapter: Adapter, entries: list[Entry], budget: int
+) -> None:
+    answer = adapter.run(entries, budget=budget, allow_scoped_without_reader=True)
     if not answer.items:
         return
     assert answer.counts["withheld"] == 0
@@ -279,8 +298,26 @@ def test_unscoped_items_are_shown_to_a_reader_only_when_allowed(adapter: Adapter
     assert lenient.counts["withheld"] == 1
 
 
-def test_without_a_directory_every_item_is_shown_without_scope_labels(adapter: Adapter) -> None:
+def test_without_a_reader_scoped_items_are_withheld_and_the_log_says_why(
+    adapter: Adapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger=adapter.logger)
     answer = adapter.run(seed_entries())
+    assert UNSCOPED in answer.block
+    for text in (PLAN, ANA_SECRET, PREFERENCE, SIDECAR):
+        assert text not in answer.block
+    assert "from scope" not in answer.block
+    assert answer.counts["withheld"] == 4
+    [record] = [r for r in caplog.records if r.name == adapter.logger]
+    message = record.getMessage()
+    assert "4 name scopes and the call has no reader" in message
+    assert "allow_scoped_without_reader=True" in message
+    for text in (PLAN, ANA_SECRET, PREFERENCE, SIDECAR, UNSCOPED):
+        assert text not in message
+
+
+def test_the_opt_in_shows_every_item_without_scope_labels(adapter: Adapter) -> None:
+    answer = adapter.run(seed_entries(), allow_scoped_without_reader=True)
     assert ANA_SECRET in answer.block
     assert UNSCOPED in answer.block
     assert "from scope" not in answer.block
@@ -511,12 +548,14 @@ def test_nothing_kept_returns_nothing_in_either_mode(adapter: Adapter) -> None:
 BAD_METADATA = [
     ({"lane": "memories"}, r"metadata 'lane' is 'memories'; allowed: sources, working_memory"),
     ({"lane": ["facts"]}, r"metadata 'lane' is \['facts'\]; allowed"),
+    ({"artifact_id": "019820a1-..."}, r"metadata 'artifact_id' is '019820a1-...'; expected a UUID"),
+    ({"artifact_content_id": 7}, r"metadata 'artifact_content_id' is 7; expected a UUID"),
+]
+UNREADABLE_SCOPES = [
     ({"scopes": {"org": True}}, r"metadata 'scopes': scopes must be a scope id \(str or UUID\)"),
     ({"scopes": 42}, r"metadata 'scopes': scopes must be a scope id \(str or UUID\) or a list"),
     ({"scopes": ["sam", ""]}, r"metadata 'scopes': each scope id must be a non-empty str or a"),
     ({"scopes": ["sam", 3]}, r"metadata 'scopes': each scope id must be a non-empty str or a"),
-    ({"artifact_id": "019820a1-..."}, r"metadata 'artifact_id' is '019820a1-...'; expected a UUID"),
-    ({"artifact_content_id": 7}, r"metadata 'artifact_content_id' is 7; expected a UUID"),
     (None, r"metadata must be a mapping \(dict\), got NoneType"),
     ("lane=facts", r"metadata must be a mapping \(dict\), got str"),
     (["lane"], r"metadata must be a mapping \(dict\), got list"),
@@ -525,10 +564,30 @@ BAD_METADATA = [
 
 @pytest.mark.parametrize(("metadata", "message"), BAD_METADATA)
 def test_malformed_metadata_names_the_item_and_the_field_and_says_what_is_allowed(
+    adapter: Adapter, metadata: dict[str, object], message: str
+) -> None:
+    readable = {**metadata, "scopes": ["sam"]}
+    with pytest.raises(EvidenceError, match=f"^{adapter.item_label}: {message}"):
+        adapter.run([("fine", {"scopes": "sam"}), ("text", readable)], directory=READER)
+
+
+@pytest.mark.parametrize(("metadata", "message"), UNREADABLE_SCOPES)
+def test_unreadable_scopes_fail_the_call_naming_the_item_by_position_alone(
     adapter: Adapter, metadata: object, message: str
 ) -> None:
-    with pytest.raises(EvidenceError, match=f"^{adapter.item_label}: {message}"):
-        adapter.run([("fine", {}), ("text", metadata)])
+    # Whose item it is cannot be told, so nothing of it is quoted: not even its id.
+    with pytest.raises(EvidenceError, match=f"^{adapter.position_label}: {message}"):
+        adapter.run([("fine", {}), ("text", metadata)], directory=READER, allow_unscoped=True)
+
+
+@pytest.mark.parametrize(("metadata", "message"), BAD_METADATA)
+def test_another_readers_malformed_item_is_withheld_unread(
+    adapter: Adapter, metadata: dict[str, object], message: str
+) -> None:
+    anas = {**metadata, "scopes": ["ana"]}
+    answer = adapter.run([("mine", {"scopes": "sam"}), ("Ana's notes", anas)], directory=READER)
+    assert answer.counts["withheld"] == 1
+    assert "Ana" not in answer.block
 
 
 @pytest.mark.parametrize("content", [b"\x89PNG", None, 42])
@@ -621,7 +680,7 @@ def test_a_failed_call_leaves_every_input_as_it_was(adapter: Adapter) -> None:
     items = adapter.items(entries)
     before = copy.deepcopy(items)
     with pytest.raises(EvidenceError):
-        adapter.run_items(items)
+        adapter.run_items(items, directory=READER)
     assert items == before
 
 

@@ -227,7 +227,11 @@ def test_an_adapters_block_and_json_equal_those_of_the_public_result(
     candidates, directory = recall
     documents = [Document(c.line, metadata=as_metadata(c)) for c in candidates]
     compressor = AizkEvidenceCompressor(
-        budget=budget, directory=directory, allow_unscoped=True, budget_covers=covers
+        budget=budget,
+        directory=directory,
+        allow_unscoped=True,
+        allow_scoped_without_reader=True,
+        budget_covers=covers,
     )
     blocks = compressor.compress_documents(documents, "q")
     if not blocks:
