@@ -9,9 +9,10 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from aizk_integrations._lanes import Lane, LaneName
-from aizk_integrations._rows import Row, canonical_uuid, resource_uri
+from aizk_integrations._rows import Row, check_encodable, resource_uri
 from aizk_integrations._scopes import Scope, ScopeDirectory, scope_ids
 from aizk_integrations._tokens import SEED_COUNTER
+from aizk_integrations._uuids import canonical_uuid
 
 ScopeIds = str | UUID | Collection[str | UUID]
 """What `Candidate(scopes=...)` takes: one id, or a list, tuple or set of ids."""
@@ -47,6 +48,11 @@ class Candidate(BaseModel):
             artifact_id: UUID | str | None = None,
             artifact_content_id: UUID | str | None = None,
         ) -> None: ...
+
+    @field_validator("line")
+    @classmethod
+    def _encodable(cls, line: str) -> str:
+        return check_encodable(line)
 
     @field_validator("scopes", mode="before")
     @classmethod

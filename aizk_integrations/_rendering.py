@@ -6,15 +6,19 @@ whole-block budget can price a block piece by piece before it exists.
 
 Autoescape is off because the output is markdown for a language model, not HTML for a browser:
 HTML-escaping would corrupt quotes and angle brackets in evidence without protecting anything.
-What keeps the block safe is structure, enforced by the filters here rather than by escaping:
+What keeps the block safe is structure and the least escaping that structure needs. The rule:
+retrieved text is shown verbatim, except the least escaping needed so that, read raw by a model
+or rendered by any CommonMark renderer and parsed as HTML5, it stays inside its own bullet and
+changes nothing outside it (`_containment` lists every transformation). Besides that:
 
 * every line of an evidence text is indented four spaces after all of Python's line breaks
   (`str.splitlines`: `\\r\\n`, `\\r`, `\\v`, `\\f`, `\\x1c`-`\\x1e`, `\\x85`, U+2028, U+2029) are
   normalised, so no evidence line can start at column 0 and pose as a heading, a boundary line
-  or a new bullet; it stays inside its own bullet whatever markdown it contains;
+  or a new bullet;
 * scope names are folded onto one line and wrapped in a code span whose backtick fence is longer
-  than any backtick run inside, so a hostile name cannot close the span or start a new line;
-* scope descriptions are folded onto one line, so they stay on their bullet;
+  than any backtick run inside, so a hostile name cannot close the span or start a new line (and
+  names that could forge a label are refused when the directory is built, see `_scopes`);
+* scope descriptions are folded onto one line and shown as inert text;
 * resource URIs are built only from canonical UUID text (see `_rows.resource_uri`).
 """
 
@@ -27,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from aizk_integrations._containment import contain, inert, might_reach_out
 from aizk_integrations._lanes import Provenance
-from aizk_integrations._scopes import PRIVATE, Scope, scope_order
+from aizk_integrations._scopes import INTERSECTION, PRIVATE, Scope, scope_order
 
 if TYPE_CHECKING:
     from aizk_integrations._result import Evidence
@@ -40,13 +45,16 @@ _BACKTICK_RUN = re.compile(r"`+")
 
 
 def indent_lines(text: str) -> str:
-    """Indent every line of `text` four spaces, whatever line break it used.
+    """An evidence text as its item shows it: contained, and every line indented four spaces.
 
-    Blank lines stay empty rather than carrying trailing spaces, and blank lines at the end are
-    dropped, so the block never ends on a newline. Every kept item of every call passes through
-    here, so the usual case (no blank line) is a single join.
+    Any line break Python knows ends a line. Blank lines stay empty rather than carrying
+    trailing spaces, and blank lines at the end are dropped, so the block never ends on a
+    newline. Every kept item of every call passes through here, so the usual case (nothing to
+    contain, no blank line) is a single join.
     """
     lines = text.splitlines()
+    if might_reach_out(text):
+        lines = contain(lines)
     if "" in lines:
         while lines and not lines[-1]:
             lines.pop()
@@ -79,7 +87,7 @@ def label_of(scopes: Sequence[Scope]) -> str:
 
     No scopes, no label: without a reader nothing is labelled.
     """
-    return code_span(" ∩ ".join([scope.name for scope in scopes])) if scopes else ""
+    return code_span(INTERSECTION.join([scope.name for scope in scopes])) if scopes else ""
 
 
 _environment = Environment(
@@ -150,7 +158,7 @@ def item_piece(item: Row | Evidence, scope_label: str) -> str:
 
 def scope_line_piece(scope: Scope) -> str:
     """One line of the `## Scopes` header, with its newline."""
-    description = one_line(scope.description)
+    description = inert(one_line(scope.description))
     return _scope_line_format(bool(description)) % tuple(
         filter(None, (code_span(scope.name), description))
     )

@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    computed_field,
+    field_serializer,
+    field_validator,
+)
 
 from aizk_integrations._candidate import Candidate, candidate_rows
 from aizk_integrations._lanes import Provenance
 from aizk_integrations._rendering import render, shared_scopes
-from aizk_integrations._rows import Row
+from aizk_integrations._rows import RESOURCE_URI_PATTERN, Row, check_encodable
 from aizk_integrations._scopes import Scope, ScopeDirectory
 
 
@@ -25,8 +32,18 @@ class Evidence(BaseModel):
         default=(), description="The reader's scopes the row lives in, private first."
     )
     resource_uri: str | None = Field(
-        default=None, description="aizk:// URI of the exact stored revision, when known."
+        default=None,
+        pattern=RESOURCE_URI_PATTERN,
+        description=(
+            "aizk:// URI of the exact stored revision, when known: "
+            "aizk://artifacts/<uuid>/contents/<uuid>, canonical UUIDs."
+        ),
     )
+
+    @field_validator("text")
+    @classmethod
+    def _encodable(cls, text: str) -> str:
+        return check_encodable(text)
 
     @field_serializer("scopes")
     def _scope_names(self, scopes: tuple[Scope, ...]) -> list[str]:

@@ -20,14 +20,12 @@ from uuid import UUID
 from aizk_integrations._errors import ItemError, quoted
 from aizk_integrations._lanes import PROVENANCE_OF_LANE, Lane, Provenance
 from aizk_integrations._scopes import Scope, ScopeDirectory, scope_ids
+from aizk_integrations._uuids import canonical_uuid, is_canonical, uuid_text
 
 Item = TypeVar("Item")
 
 _LANES = {lane.value: lane for lane in Lane}
 _ALLOWED_LANES = ", ".join(_LANES)
-_CANONICAL_UUID = re.compile(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-).fullmatch
 
 
 class Row(NamedTuple):
@@ -50,22 +48,37 @@ class Row(NamedTuple):
         return PROVENANCE_OF_LANE[self.lane]
 
 
+RESOURCE_URI_PATTERN = (
+    r"^aizk://artifacts/"
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/contents/"
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
+"""The only shape a resource URI takes: what `resource_uri` writes."""
+
+
 def resource_uri(artifact_id: str | None, artifact_content_id: str | None) -> str | None:
     """Where an MCP client fetches the exact stored revision: both ids, or no URI at all.
 
-    The ids are canonical UUID text (see `canonical_uuid`), so the URI is too.
+    The ids are canonical UUID text (see `_uuids`), so the URI is too.
     """
     if artifact_id is None or artifact_content_id is None:
         return None
     return f"aizk://artifacts/{artifact_id}/contents/{artifact_content_id}"
 
 
-def canonical_uuid(value: UUID) -> str:
-    """A UUID's canonical text, computed from its number rather than from `str()`.
+_SURROGATE = re.compile(r"[\ud800-\udfff]").search
 
-    A `UUID` subclass can make `str()` return anything, markdown included; the number cannot lie.
-    """
-    return str(value) if type(value) is UUID else str(UUID(int=value.int))
+
+def check_encodable(text: str) -> str:
+    """Refuse text with a lone surrogate: no encoding can carry it, so whoever sends the prompt
+    to a model would fail on it later, far from the item that held it."""
+    if not text.isascii() and (found := _SURROGATE(text)):
+        raise ValueError(
+            f"text has a lone surrogate (U+{ord(found.group()):04X}) at character "
+            f"{found.start()}, which no encoding can carry; clean the text first, e.g. "
+            "text.encode('utf-8', 'replace').decode('utf-8')"
+        )
+    return text
 
 
 class MetadataKeys(NamedTuple):
@@ -157,6 +170,11 @@ class Reading(Generic[Item]):
             text = text_of(item, position)
             if not isinstance(text, str):
                 raise ItemError(position, f"content must be text (str), got {type(text).__name__}")
+            if not text.isascii():
+                try:
+                    check_encodable(text)
+                except ValueError as error:
+                    raise ItemError(position, f"content: {error}") from None
             # The usual values (a lane's name, canonical UUID text) are taken as they are; the
             # helpers check everything else and name what is wrong.
             raw_lane = metadata.get(lane_key, "sources")
@@ -164,10 +182,10 @@ class Reading(Generic[Item]):
             if lane is None:
                 lane = _lane(raw_lane, lane_key, position)
             artifact = metadata.get(artifact_key)
-            if artifact is not None and not (type(artifact) is str and _CANONICAL_UUID(artifact)):
+            if artifact is not None and not (type(artifact) is str and is_canonical(artifact)):
                 artifact = _uuid_text(artifact, artifact_key, position)
             content = metadata.get(content_key)
-            if content is not None and not (type(content) is str and _CANONICAL_UUID(content)):
+            if content is not None and not (type(content) is str and is_canonical(content)):
                 content = _uuid_text(content, content_key, position)
             yield Row(position, lane, text, scopes, resource_uri(artifact, content))
 
@@ -192,11 +210,9 @@ def _uuid_text(value: object, key: str, position: int) -> str:
     """Canonical UUID text from a `UUID` or any text `uuid.UUID` accepts."""
     if isinstance(value, UUID):
         return canonical_uuid(value)
-    if isinstance(value, str):
-        try:
-            return str(UUID(value))
-        except ValueError:
-            pass
-    raise ItemError(
-        position, f"metadata {key!r} is {quoted(value)}; expected a UUID or its string form"
-    )
+    text = uuid_text(value) if isinstance(value, str) else None
+    if text is None:
+        raise ItemError(
+            position, f"metadata {key!r} is {quoted(value)}; expected a UUID or its string form"
+        )
+    return text

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Iterator, KeysView, Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from aizk_integrations._errors import quoted
+from aizk_integrations._uuids import MAYBE_UUID, canonical_uuid, is_canonical, uuid_text
 
 PRIVATE = "private"
 """The name a reader's own scope always renders as, whatever its id."""
@@ -28,8 +30,14 @@ def scope_ids(value: object) -> frozenset[str]:
             ids = frozenset(cast("Iterable[object]", value))
         except TypeError:  # an unhashable id: the general path below says which
             ids = frozenset((None,))
+        low, high = MAYBE_UUID
         for each in ids:
-            if type(each) is not str or not each:
+            # Plain ids, too short or too long for a UUID, or a UUID's canonical text, are kept.
+            if (
+                type(each) is not str
+                or not each
+                or (low <= len(each) <= high and not is_canonical(each))
+            ):
                 break
         else:
             return cast("frozenset[str]", ids)  # every id was just checked to be a str
@@ -44,11 +52,12 @@ def scope_ids(value: object) -> frozenset[str]:
 
 
 def scope_id(value: object) -> str:
-    """One scope id as the text every directory and row agree on."""
+    """One scope id as the text every directory and row agree on: a UUID, in any spelling, as
+    its canonical text; any other non-empty string as it is."""
     if isinstance(value, UUID):
-        return str(value)
+        return canonical_uuid(value)
     if isinstance(value, str) and value:
-        return value
+        return uuid_text(value) or value
     raise TypeError(f"each scope id must be a non-empty str or a UUID, not {quoted(value)}")
 
 
@@ -58,15 +67,71 @@ class Scope(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, description="What the reader calls this scope.")
-    description: str = Field(default="", description="One line telling the reader whose it is.")
+    description: str = Field(
+        default="", description="One line telling the reader whose it is; None or empty: none."
+    )
+
+    if TYPE_CHECKING:
+        # What a type checker should accept: validation takes `description=None` as "none".
+        def __init__(self, *, name: str, description: str | None = "") -> None: ...
 
     @field_validator("name")
     @classmethod
-    def _visible(cls, name: str) -> str:
-        # A blank name would render as an empty code span, which markdown shows as stray ticks.
-        if not name.strip():
-            raise ValueError("a scope name must contain a visible character")
+    def _cannot_forge_a_label(cls, name: str) -> str:
+        # The block labels an item with its scope names joined by " ∩ " in one code span, so a
+        # name holding the separator would pass for two scopes. A name with nothing visible
+        # would render as stray ticks, or as a blank that looks like another name; control and
+        # format characters (bidi overrides, zero-width joiners) can make a name look like
+        # another one.
+        if INTERSECTION in name:
+            raise ValueError(
+                f"a scope name must not contain {INTERSECTION!r}, which the block uses to join "
+                f"the scopes of one item: {quoted(name)}"
+            )
+        hidden = [
+            char for char in name if unicodedata.category(char) in _HIDDEN and not char.isspace()
+        ]
+        if hidden:
+            raise ValueError(
+                f"a scope name must not contain control, format or surrogate characters "
+                f"(such as U+{ord(hidden[0]):04X}), which can make it look like another name: "
+                f"{quoted(name)}"
+            )
+        if not any(_visible(char) for char in name):
+            raise ValueError(
+                f"a scope name must contain a visible character, not only spaces or blank "
+                f"fillers: {quoted(name)}"
+            )
         return name
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _none_is_no_description(cls, description: object) -> object:
+        return "" if description is None else description
+
+    @field_validator("description")
+    @classmethod
+    def _encodable(cls, description: str) -> str:
+        if any(unicodedata.category(char) == "Cs" for char in description):
+            raise ValueError(
+                "a scope description must not contain lone surrogates, which no encoding can "
+                f"carry: {quoted(description)}"
+            )
+        return description
+
+
+INTERSECTION = " ∩ "
+"""How an item's scope names are joined: it is readable only by their intersection."""
+
+_HIDDEN = frozenset({"Cc", "Cf", "Cs"})
+"""Control, format and surrogate characters; a control that is a space or a line break is
+folded like one instead."""
+_BLANK_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u17b4\u17b5")
+"""Characters Unicode counts as letters or symbols that render as nothing."""
+
+
+def _visible(char: str) -> bool:
+    return unicodedata.category(char)[0] in "LNPS" and char not in _BLANK_FILLERS
 
 
 def scope_order(scope: Scope) -> tuple[bool, str]:
@@ -127,13 +192,40 @@ class ScopeDirectory(BaseModel):
     def _plain_dict(self, scopes: Mapping[str, Scope]) -> dict[str, Any]:
         return dict(scopes)
 
+    @field_validator("scopes", mode="after")
+    @classmethod
+    def _one_private(cls, scopes: Mapping[str, Scope]) -> Mapping[str, Scope]:
+        private = [key for key, scope in scopes.items() if scope.name == PRIVATE]
+        if len(private) > 1:
+            raise ValueError(
+                f"only the reader's own scope may be named {PRIVATE!r}, but {len(private)} are "
+                "(an organization called that would pass for the reader's own memory)"
+            )
+        return scopes
+
     @classmethod
     def for_caller(
         cls, caller_id: str | UUID, organizations: Mapping[str, Scope] | Mapping[UUID, Scope]
     ) -> ScopeDirectory:
-        """A reader's directory: their own id is `private`, plus one entry per organization."""
+        """A reader's directory: their own id is `private`, plus one entry per organization.
+
+        An organization may not be called `private` (it would pass for the reader's own memory
+        and be left out of the `## Scopes` header), nor share the caller's id.
+        """
         scopes = {scope_id(key): scope for key, scope in organizations.items()}
-        scopes[scope_id(caller_id)] = Scope(name=PRIVATE)
+        caller = scope_id(caller_id)
+        if caller in scopes:
+            raise ValueError(
+                f"the caller's id {quoted(caller)} is also one of the organizations: the "
+                "caller's own scope is always `private`"
+            )
+        for key, scope in scopes.items():
+            if scope.name == PRIVATE:
+                raise ValueError(
+                    f"organization {quoted(key)} is named {PRIVATE!r}: that name is the "
+                    "reader's own scope; give the organization its own name"
+                )
+        scopes[caller] = Scope(name=PRIVATE)
         return cls(scopes=scopes)
 
     def permits(self, scope_ids: frozenset[str], *, allow_unscoped: bool = False) -> bool:
@@ -150,10 +242,11 @@ class ScopeDirectory(BaseModel):
     def resolve(self, scope_ids: Iterable[str]) -> tuple[Scope, ...]:
         """The reader's scopes for these ids, private first, then by name, one per name."""
         try:
-            found = {self.scopes[scope_id].name: self.scopes[scope_id] for scope_id in scope_ids}
+            # Sorted, so where two ids share a name the same one wins in every process.
+            found = {self.scopes[each].name: self.scopes[each] for each in sorted(scope_ids)}
         except KeyError as error:
             raise ValueError(
-                f"scope {error.args[0]!r} is not in this reader's directory; "
+                f"scope {quoted(error.args[0])} is not in this reader's directory; "
                 "withhold the row (ScopeDirectory.permits) before building the result"
             ) from None
         return tuple(sorted(found.values(), key=scope_order))

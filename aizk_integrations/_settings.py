@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -119,15 +119,23 @@ class PackingSettings(BaseModel):
         metadata_of: Callable[[Item, int], object],
         text_of: Callable[[Item, int], object],
         *,
+        expected: str,
         budget: int | None = None,
         reader: ScopeDirectory | None = None,
     ) -> Packing:
         """Read, authorize and pack `items` in the order given, up to one item past the cut.
 
         A per-call `budget` or `reader` replaces the instance's; a call can switch readers but
-        cannot switch authorization off. Raises `ItemError` for a malformed item: the adapter
-        names it.
+        cannot switch authorization off. `expected` names what `items` should be, for the error
+        when it is not a sequence. Raises `ItemError` for a malformed item: the adapter names it.
         """
+        if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+            hint = ""
+            if isinstance(items, Iterator):
+                hint = "; materialise it first, e.g. list(...)"
+            elif items is not None:
+                hint = "; wrap a single item in a list"
+            raise TypeError(f"expected {expected}, got {type(items).__name__}{hint}")
         access = Access(
             self.directory if reader is None else reader,
             self.allow_unscoped,

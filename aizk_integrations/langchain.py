@@ -198,7 +198,12 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         budget, reader = self._call_settings(config)
         with naming_items(lambda position, authorized: _name(documents, position, authorized)):
             packing = self._pack(
-                documents, _metadata_of, _page_content_of, budget=budget, reader=reader
+                documents,
+                _metadata_of,
+                _page_content_of,
+                expected="a list (or other sequence) of langchain_core Documents",
+                budget=budget,
+                reader=reader,
             )
         self._report(packing, logger, _PER_REQUEST)
         return packing

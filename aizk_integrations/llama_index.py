@@ -151,7 +151,13 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
         with naming_items(lambda position, authorized: _name(nodes, position, authorized)):
-            packing = self._pack(nodes, _metadata_of, _text_of, reader=_call_reader.get())
+            packing = self._pack(
+                nodes,
+                _metadata_of,
+                _text_of,
+                expected="a list of NodeWithScore",
+                reader=_call_reader.get(),
+            )
         self._report(packing, logger, _PER_REQUEST)
         if not packing.kept:
             return []
@@ -170,8 +176,11 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
 
 def _metadata_of(scored: object, position: int) -> object:
     if not isinstance(scored, NodeWithScore):
+        hint = " (wrap each node: NodeWithScore(node=node))" if isinstance(scored, BaseNode) else ""
         raise ItemError(
-            position, f"expected a NodeWithScore, got {type(scored).__name__}", authorized=False
+            position,
+            f"expected a NodeWithScore, got {type(scored).__name__}{hint}",
+            authorized=False,
         )
     return scored.node.metadata
 

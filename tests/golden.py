@@ -65,3 +65,16 @@ GOLDEN_WITHOUT_DIRECTORY = f"""\
 - **Recent session memory**
 
     - [note] Sam: reranker sidecar is back up on port 8004."""
+
+
+def is_scope_name(name: str) -> bool:
+    """Whether `Scope` takes `name`: the strategies of the tests draw only names it takes."""
+    from pydantic import ValidationError
+
+    from aizk_integrations import Scope
+
+    try:
+        Scope(name=name)
+    except ValidationError:
+        return False
+    return name != "private"

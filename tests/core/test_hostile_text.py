@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from aizk_integrations import Candidate, Lane, RecallResult, Scope, ScopeDirectory
 from tests.block_structure import assert_structure_holds, parsed_structure
+from tests.golden import is_scope_name
 
 LINE_BREAKS = [
     "\r\n",
@@ -63,9 +64,7 @@ texts = st.lists(
         st.sampled_from(LINE_BREAKS), min_size=len(parts), max_size=len(parts)
     ).map(lambda breaks: "".join(p + b for p, b in zip(parts, breaks, strict=True)))
 )
-names = st.one_of(st.sampled_from(PAYLOADS), st.text(min_size=1, max_size=12)).filter(
-    lambda name: bool(name.strip())
-)
+names = st.one_of(st.sampled_from(PAYLOADS), st.text(min_size=1, max_size=12)).filter(is_scope_name)
 descriptions = st.lists(
     st.one_of(st.sampled_from(PAYLOADS), st.sampled_from(LINE_BREAKS), st.text(max_size=8)),
     max_size=4,

@@ -37,6 +37,7 @@ from aizk_integrations import (
     Scope,
     ScopeDirectory,
 )
+from aizk_integrations._containment import contain, inert
 from aizk_integrations._packing import Packing
 from aizk_integrations._rendering import (
     BOUNDARY,
@@ -56,6 +57,7 @@ from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
     _content_id,
 )
+from tests.golden import is_scope_name
 
 LINE_BREAKS = ["\r\n", "\r", "\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 texts = st.lists(
@@ -64,7 +66,7 @@ texts = st.lists(
     ),
     max_size=8,
 ).map("".join)
-names = st.text(min_size=1, max_size=8).filter(str.strip)
+names = st.text(min_size=1, max_size=8).filter(is_scope_name)
 
 REFERENCE_TEMPLATE = """\
 {% if shared_scopes %}
@@ -101,8 +103,11 @@ LABELS = {
 
 
 def reference_indent_lines(text: str) -> str:
-    """Four spaces before every non-blank line, blank lines empty, trailing blank lines gone."""
-    lines = text.splitlines()
+    """Four spaces before every non-blank line, blank lines empty, trailing blank lines gone.
+
+    Containment (`contain`, held to its laws by the hostile-text tests) is taken as given.
+    """
+    lines = contain(text.splitlines())
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join("    " + line if line else "" for line in lines)
@@ -114,7 +119,7 @@ def reference_markdown(result: RecallResult) -> str:
         autoescape=False, trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined
     )
     environment.filters["indent_lines"] = reference_indent_lines
-    environment.filters["one_line"] = one_line
+    environment.filters["one_line"] = lambda text: inert(one_line(text))
     environment.filters["code_span"] = code_span.__wrapped__
     if not result.evidence:
         return ""
@@ -130,7 +135,7 @@ def macro_markdown(result: RecallResult) -> str:
     if not result.evidence:
         return ""
     scope_lines = "".join(
-        _macros.scope_line(code_span(scope.name), one_line(scope.description))
+        _macros.scope_line(code_span(scope.name), inert(one_line(scope.description)))
         for scope in result.shared_scopes
     )
     items = "".join(
@@ -187,7 +192,7 @@ def test_the_filled_pieces_are_what_the_templates_macros_render(
     result = RecallResult.from_candidates(*recall)
     assert result.to_markdown() == macro_markdown(result)
     for scope in result.shared_scopes:
-        expected = _macros.scope_line(code_span(scope.name), one_line(scope.description))
+        expected = _macros.scope_line(code_span(scope.name), inert(one_line(scope.description)))
         assert scope_line_piece(scope) == expected
 
 

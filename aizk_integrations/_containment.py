@@ -1,0 +1,160 @@
+"""Keeping retrieved text inside its own bullet, whoever reads the block.
+
+The rule: retrieved text is shown verbatim, except the least escaping needed so that, read raw
+by a model or rendered by any CommonMark renderer and parsed as HTML5, it stays inside its own
+bullet and changes nothing outside it. Markdown nested inside a bullet is fine (the seed's own
+facts are nested list lines); what is neutralised is what reaches outside the item:
+
+* any line break: a line at column 0 would pose as a heading or a bullet, so every line is
+  indented four spaces (`_rendering.indent_lines`);
+* raw HTML (`<tag`, `</tag`, `<!--`, `<!x`, `<?`) opens or closes elements around later items
+  or swallows them (`<script>`, `<!--`, `<textarea>`, `</li></ul>`): its `<` is
+  backslash-escaped, `\\<script>`;
+* a link reference definition (`[label]: url`) is document-global, so `[label]` anywhere else
+  would link to it: its opening `[` is backslash-escaped, `\\[label]: url`;
+* a code fence left open (```` ``` ````, `~~~`) would swallow the item's own `Resource` line: a
+  closing fence is added after the text.
+
+A backslash escape renders as the character itself, so rendered text reads as the original;
+read raw, the backslash is the only change. Autolinks (`<https://example.org>`) are left alone:
+they cannot open or close elements. Inside code spans and code blocks an escape shows as a
+backslash: telling code from prose exactly would take a full CommonMark parser on every item,
+and a wrong guess would leave live HTML, so this errs on the side of the escape.
+
+Scope names and descriptions are the caller's, not retrieved text; they are folded onto one
+line, names shown in code spans and descriptions as inert text (`inert`).
+"""
+
+from __future__ import annotations
+
+import re
+
+might_reach_out = re.compile(r"<[A-Za-z/!?]|\]:|```|~~~").search
+"""Whether a text holds anything that could reach outside its item: most evidence does not, and
+is shown as it is without looking further."""
+
+_HTML_START = re.compile(r"(\\*)<(?=[A-Za-z/!?])")
+"""A `<` that could open raw HTML (a tag, closing tag, comment, declaration or instruction),
+with the backslashes before it: an odd number already escapes it."""
+
+_AUTOLINK = re.compile(
+    r"<[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*>"
+    r"|<[A-Za-z0-9.!#$%&'*+/=?^_`{|}~\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*>"
+)
+"""CommonMark's URI and email autolinks: links, not HTML."""
+
+_DEFINITION_START = re.compile(r"^((?:[ \t]*(?:>|[-*+]|\d{1,9}[.)])?)*[ \t]*)\[")
+"""A `[` that starts a line's content, after indentation and any block-quote or list markers:
+the only place a link reference definition can begin."""
+
+_FENCE = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
+_LIST_ITEM = re.compile(r"( {0,3})([-*+]|\d{1,9}[.)])( +|$)")
+_BLOCK_START = re.compile(
+    r" {0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$|>|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$))"
+)
+
+
+def contain(lines: list[str]) -> list[str]:
+    """The lines of one evidence text, escaped only where they would reach outside the item.
+
+    For a text `might_reach_out` found something in.
+    """
+    definitions = any("]:" in line for line in lines)
+    contained = []
+    for line in lines:
+        if "<" in line:
+            line = _HTML_START.sub(_escape_html_start, line)
+        if definitions and "[" in line:
+            line = _DEFINITION_START.sub(r"\1\\[", line, count=1)
+        contained.append(line)
+    fence = _open_fence(lines)
+    if fence is not None:
+        contained.append(fence)
+    return contained
+
+
+def _escape_html_start(match: re.Match[str]) -> str:
+    backslashes = match.group(1)
+    if len(backslashes) % 2:  # already escaped
+        return match.group(0)
+    if _AUTOLINK.match(match.string, match.end(1)):
+        return match.group(0)
+    return backslashes + "\\<"
+
+
+def _open_fence(lines: list[str]) -> str | None:
+    """The closing fence for a code fence the text leaves open at its own top level, if any.
+
+    Only such a fence runs on into the item's `Resource` line: one inside a block quote or a
+    list item of the text ends where they do. So this follows the text's top-level blocks as
+    CommonMark does: fences, list items (by their content column, with the fences inside them
+    and the lazy paragraph lines that keep them open) and block quotes (whose lines all start
+    with `>`, or are lazy, and so never open a top-level fence).
+    """
+    fence: tuple[str, int] | None = None  # the open top-level fence: its character and length
+    item: int | None = None  # the content column of the open top-level list item
+    inner: tuple[str, int] | None = None  # a fence open inside that item
+    lazy_allowed = False  # the previous line was paragraph text a lazy line may continue
+    for raw in lines:
+        line = raw.expandtabs(4).rstrip()
+        if fence is not None:
+            fence = None if _closes(line, fence) else fence
+            continue
+        if not line:
+            lazy_allowed = False
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if item is not None and indent >= item:
+            nested = line[item:]
+            if inner is not None:
+                inner = None if _closes(nested, inner) else inner
+            elif opening := _opening(nested):
+                inner = opening
+            lazy_allowed = inner is None and not _BLOCK_START.match(nested)
+            continue
+        if item is not None and lazy_allowed and not _starts_block(line):
+            continue  # a lazy continuation of the item's paragraph: the item stays open
+        item = inner = None
+        if opening := _opening(line):
+            fence = opening
+        elif marker := _LIST_ITEM.match(line):
+            spaces = len(marker.group(3))
+            width = len(marker.group(1)) + len(marker.group(2))
+            item = width + (spaces if 1 <= spaces <= 4 and len(line) > len(marker.group(0)) else 1)
+            lazy_allowed = len(line) > len(marker.group(0))
+            continue
+        lazy_allowed = not _starts_block(line)
+    return None if fence is None else fence[0] * fence[1]
+
+
+def _opening(line: str) -> tuple[str, int] | None:
+    """The fence a line opens, if it opens one (a backtick fence's info string has no backtick)."""
+    match = _FENCE.fullmatch(line)
+    if match is None or (match.group(2)[0] == "`" and "`" in match.group(3)):
+        return None
+    return match.group(2)[0], len(match.group(2))
+
+
+def _closes(line: str, fence: tuple[str, int]) -> bool:
+    match = _FENCE.fullmatch(line)
+    return (
+        match is not None
+        and match.group(2)[0] == fence[0]
+        and len(match.group(2)) >= fence[1]
+        and not match.group(3).strip()
+    )
+
+
+def _starts_block(line: str) -> bool:
+    return bool(_BLOCK_START.match(line) or _FENCE.fullmatch(line))
+
+
+def inert(text: str) -> str:
+    """A one-line text shown as the plain text it is: every character that could start inline
+    markup (emphasis, code, links and images, raw HTML and autolinks, entities, strikethrough)
+    is backslash-escaped, so rendered it reads exactly as written."""
+    return _INLINE_MARKUP.sub(r"\\\g<0>", text)
+
+
+_INLINE_MARKUP = re.compile(r"[\\`*_\[\]<&~!]")
