@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -83,6 +83,15 @@ class PackingSettings(BaseModel):
         exclude=True,
         description="Counts a text's tokens; overrides chars_per_token.",
     )
+    citation_keys: Sequence[str] = Field(
+        default=(),
+        description=(
+            "Metadata keys copied from each kept input item onto the items returned on their "
+            "own (return_documents / return_nodes), for apps that render citations: e.g. "
+            "'source', 'page', 'file_name', 'page_label', 'start_index'. Never on the block, "
+            "never in the prompt."
+        ),
+    )
     budget_covers: BudgetCovers = Field(
         default="lines",
         description=(
@@ -98,6 +107,11 @@ class PackingSettings(BaseModel):
             return check_chars_per_token(value)
         except TypeError as error:
             raise ValueError(str(error)) from None
+
+    @field_validator("citation_keys", mode="after")
+    @classmethod
+    def _fixed_keys(cls, keys: Sequence[str]) -> tuple[str, ...]:
+        return tuple(keys)
 
     @model_validator(mode="after")
     def _budget_within_ceiling(self) -> PackingSettings:
@@ -133,6 +147,8 @@ class PackingSettings(BaseModel):
             hint = ""
             if isinstance(items, Iterator):
                 hint = "; materialise it first, e.g. list(...)"
+            elif isinstance(items, Mapping):
+                hint = "; pick the items out of it first"
             elif items is not None:
                 hint = "; wrap a single item in a list"
             raise TypeError(f"expected {expected}, got {type(items).__name__}{hint}")

@@ -31,6 +31,53 @@ class Encoding(Protocol):
     ) -> list[int]: ...
 
 
+class _Counter:
+    """A counter holding the caller's tokenizer: a plain object, so an adapter holding it pickles
+    and copies (a closure would not)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: object) -> None:
+        self.source = source
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Counter)
+            and type(other) is type(self)
+            and other.source == self.source
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), id(self.source)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.source!r})"
+
+    def __reduce__(self) -> tuple[type[_Counter], tuple[object]]:
+        return type(self), (self.source,)
+
+
+class _LangChainModelCount(_Counter):
+    source: CountsTokens
+
+    def __call__(self, text: str) -> int:
+        return self.source.get_num_tokens(text)
+
+
+class _TokenizerCount(_Counter):
+    source: Callable[[str], Sized]
+
+    def __call__(self, text: str) -> int:
+        return len(self.source(text))
+
+
+class _TiktokenCount(_Counter):
+    source: Encoding
+
+    def __call__(self, text: str) -> int:
+        return len(self.source.encode(text, disallowed_special=()))
+
+
 def counter_from_langchain(model: CountsTokens) -> TokenCounter:
     """Count with a LangChain model's own `get_num_tokens`, the number its provider bills.
 
@@ -38,14 +85,12 @@ def counter_from_langchain(model: CountsTokens) -> TokenCounter:
     LangChain's fallback for models without one loads GPT-2 through `transformers`; give such a
     model `custom_get_token_ids` (or use `counter_from_tiktoken`) to count offline.
     """
-    get_num_tokens = getattr(model, "get_num_tokens", None)
-    if not callable(get_num_tokens):
+    if not callable(getattr(model, "get_num_tokens", None)):
         raise TypeError(
             "counter_from_langchain needs a LangChain language model with get_num_tokens "
             f"(a chat model or LLM), not {type(model).__name__}"
         )
-    counter: TokenCounter = get_num_tokens
-    return counter
+    return _LangChainModelCount(model)
 
 
 def counter_from_llama_index(tokenizer: Callable[[str], Sized]) -> TokenCounter:
@@ -60,11 +105,7 @@ def counter_from_llama_index(tokenizer: Callable[[str], Sized]) -> TokenCounter:
             "counter_from_llama_index needs a tokenizer, a callable from text to a list of "
             f"tokens such as llama_index.core.Settings.tokenizer, not {type(tokenizer).__name__}"
         )
-
-    def count(text: str) -> int:
-        return len(tokenizer(text))
-
-    return count
+    return _TokenizerCount(tokenizer)
 
 
 def counter_from_tiktoken(encoding: Encoding) -> TokenCounter:
@@ -79,8 +120,4 @@ def counter_from_tiktoken(encoding: Encoding) -> TokenCounter:
             "counter_from_tiktoken needs a tiktoken Encoding (tiktoken.get_encoding(...)), "
             f"not {type(encoding).__name__}"
         )
-
-    def count(text: str) -> int:
-        return len(encoding.encode(text, disallowed_special=()))
-
-    return count
+    return _TiktokenCount(encoding)

@@ -27,12 +27,15 @@ from pydantic import ConfigDict, Field
 from aizk_integrations._errors import ItemError, naming_items, quoted
 from aizk_integrations._packing import Packing
 from aizk_integrations._result import kept_item_metadata
+from aizk_integrations._rows import Row
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations._settings import PackingSettings
 
 try:
     from langchain_core.callbacks import (
         AsyncCallbackManagerForRetrieverRun,
+        CallbackManager,
+        CallbackManagerForChainRun,
         CallbackManagerForRetrieverRun,
         Callbacks,
     )
@@ -42,7 +45,7 @@ try:
         ConfigurableFieldSpec,
         Runnable,
         RunnableConfig,
-        RunnableLambda,
+        RunnableSerializable,
         ensure_config,
         patch_config,
     )
@@ -140,14 +143,11 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         an empty scaffold into the prompt. The request's budget and reader come from the
         runnable config LangChain carries (see the module's docstring); `query` is not needed.
         """
-        packing = self._pack_documents(documents, _current_config())
+        packing = self._pack_documents(documents, _current_config(), callbacks)
         if not packing.kept:
             return []
         if self.return_documents:
-            return [
-                Document(page_content=row.text, metadata=kept_item_metadata(row))
-                for row in packing.kept
-            ]
+            return [self._kept_document(documents[row.position], row) for row in packing.kept]
         return [
             Document(
                 page_content=packing.block(),
@@ -157,6 +157,16 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
                 },
             )
         ]
+
+    def _kept_document(self, original: Document, row: Row) -> Document:
+        """A new `Document` for one kept item: its public fields, its id and the citation keys."""
+        metadata = kept_item_metadata(row)
+        metadata.update(
+            (key, original.metadata[key])
+            for key in self.citation_keys
+            if key in original.metadata and key not in metadata
+        )
+        return Document(id=original.id, page_content=row.text, metadata=metadata)
 
     async def acompress_documents(
         self,
@@ -182,18 +192,41 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         * `"aizk_directory"` (`DIRECTORY_CONFIG_KEY`): a `ScopeDirectory`, the reader of this call.
 
         A call can switch readers but never switch authorization off, so the directory key takes
-        a `ScopeDirectory` only; leave it out to use the compressor's own `directory`.
+        a `ScopeDirectory` only; leave it out to use the compressor's own `directory`. The step
+        declares its types (documents in, text out), so `get_input_jsonschema()` and
+        `(retriever | step).as_tool(...)` work, and it pickles with the compressor.
         """
+        return AizkEvidenceBlock(compressor=self)
 
-        def block(documents: Sequence[Document], config: RunnableConfig) -> str:
-            return self._pack_documents(documents, config).block()
+    def _pack_documents(
+        self,
+        documents: Sequence[Document],
+        config: RunnableConfig,
+        callbacks: Callbacks | None = None,
+    ) -> Packing:
+        """Run the shared packer over `documents`, as a traced run of its own when traced.
 
-        async def ablock(documents: Sequence[Document], config: RunnableConfig) -> str:
-            return block(documents, config)
+        The run is named after the compressor and its outputs are the counts, so a trace shows
+        why a block is empty or short even when nothing is returned. Untraced calls (no
+        callbacks anywhere) skip it.
+        """
+        handlers = callbacks if callbacks is not None else config.get("callbacks")
+        if not handlers:
+            return self._packed(documents, config)
+        manager = CallbackManager.configure(inheritable_callbacks=handlers)
+        count = len(documents) if isinstance(documents, Sequence) else None
+        run = manager.on_chain_start(
+            None, {"documents": count}, name=type(self).__name__, run_type="parser"
+        )
+        try:
+            packing = self._packed(documents, config)
+        except BaseException as error:
+            run.on_chain_error(error)
+            raise
+        run.on_chain_end({COUNTS_METADATA_KEY: packing.counts})
+        return packing
 
-        return RunnableLambda(block, afunc=ablock, name=type(self).__name__)
-
-    def _pack_documents(self, documents: Sequence[Document], config: RunnableConfig) -> Packing:
+    def _packed(self, documents: Sequence[Document], config: RunnableConfig) -> Packing:
         """Run the shared packer over `documents`, reading them lazily up to the cut."""
         budget, reader = self._call_settings(config)
         with naming_items(lambda position, authorized: _name(documents, position, authorized)):
@@ -234,6 +267,44 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         return budget, directory
 
 
+class AizkEvidenceBlock(RunnableSerializable[Sequence[Document], str]):
+    """A compressor as an LCEL step: documents in, the block's text out (`as_runnable()`)."""
+
+    compressor: AizkEvidenceCompressor
+
+    @property
+    def InputType(self) -> type[list[Document]]:  # noqa: N802  # LangChain's name
+        return list[Document]
+
+    @property
+    def OutputType(self) -> type[str]:  # noqa: N802  # LangChain's name
+        return str
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The per-request settings, as LangChain lists a runnable's configurable fields."""
+        return list(CONFIG_SPECS)
+
+    def invoke(
+        self, input: Sequence[Document], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> str:
+        return self._call_with_config(self._block, input, config, **kwargs)
+
+    async def ainvoke(
+        self, input: Sequence[Document], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> str:
+        # Packing never waits on I/O, so the sync path runs in place.
+        return self.invoke(input, config, **kwargs)
+
+    def _block(
+        self,
+        documents: Sequence[Document],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> str:
+        return self.compressor._pack_documents(documents, config, run_manager.get_child()).block()
+
+
 class AizkEvidenceRetriever(BaseRetriever):
     """Any retriever, packed for the request's reader: a `ContextualCompressionRetriever` that
     carries the config.
@@ -272,7 +343,7 @@ class AizkEvidenceRetriever(BaseRetriever):
         config = _current_config()
         child = patch_config(config, callbacks=run_manager.get_child())
         documents = self.base_retriever.invoke(query, child, **kwargs)
-        return list(self.compressor.compress_documents(documents, query))
+        return list(self.compressor.compress_documents(documents, query, run_manager.get_child()))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -280,7 +351,10 @@ class AizkEvidenceRetriever(BaseRetriever):
         config = _current_config()
         child = patch_config(config, callbacks=run_manager.get_child())
         documents = await self.base_retriever.ainvoke(query, child, **kwargs)
-        return list(await self.compressor.acompress_documents(documents, query))
+        compressed = await self.compressor.acompress_documents(
+            documents, query, run_manager.get_child()
+        )
+        return list(compressed)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import pickle
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -18,15 +19,20 @@ from hashlib import sha1
 from typing import Any, TypeVar
 from uuid import NAMESPACE_URL, uuid5
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from aizk_integrations._errors import ItemError, naming_items, quoted
 from aizk_integrations._packing import Packing
 from aizk_integrations._result import kept_item_metadata
+from aizk_integrations._rows import Row
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations._settings import PackingSettings
 
 try:
+    from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # the
+        get_dispatcher,  # documented path; the name lives in llama_index_instrumentation
+    )
+    from llama_index.core.instrumentation.events import BaseEvent
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import (
         BaseNode,
@@ -35,6 +41,7 @@ try:
         Node,
         NodeWithScore,
         QueryBundle,
+        RelatedNodeInfo,
         TextNode,
     )
 except ImportError as error:
@@ -43,9 +50,10 @@ except ImportError as error:
         'pip install "aizk-integrations[llama-index]"'
     ) from error
 
-__all__ = ["AizkEvidencePostprocessor", "reading_as"]
+__all__ = ["AizkEvidencePacked", "AizkEvidencePostprocessor", "reading_as"]
 
 logger = logging.getLogger(__name__)
+_dispatcher = get_dispatcher(__name__)
 
 _call_reader: ContextVar[ScopeDirectory | None] = ContextVar("aizk_call_reader", default=None)
 _PER_REQUEST = (
@@ -91,10 +99,27 @@ def _signature_computed_once(method: Method) -> Method:
     return method
 
 
+_COUNTER_MARK = "token_counter_not_serialized"
 _RECALL_KEY = "aizk_recall"
 _COUNTS_KEY = "aizk_counts"
 _BLOCK_ID_NAMESPACE = uuid5(NAMESPACE_URL, "aizk://integrations/llama-index/evidence-block")
 """Namespace of the block node's content-derived id; only its being constant matters."""
+
+
+class AizkEvidencePacked(BaseEvent):
+    """What one call of the postprocessor kept and left out, sent inside its span.
+
+    Tracing handlers see it even when nothing was kept and the query got no context at all,
+    which is when "why is my context empty?" gets asked.
+    """
+
+    counts: dict[str, int] = Field(
+        description="kept, cut_by_budget, withheld, tokens_used, budget: no lanes, ids or text."
+    )
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AizkEvidencePacked"
 
 
 class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
@@ -159,11 +184,81 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
                 reader=_call_reader.get(),
             )
         self._report(packing, logger, _PER_REQUEST)
+        _dispatcher.event(AizkEvidencePacked(counts=packing.counts))
         if not packing.kept:
             return []
         if self.return_nodes:
-            return _kept_nodes(nodes, packing)
+            return [self._kept_node(nodes[row.position], row) for row in packing.kept]
         return [_block_node(packing)]
+
+    def _kept_node(self, original: NodeWithScore, row: Row) -> NodeWithScore:
+        """A new node for one kept item: same id, text and score, public metadata only.
+
+        The original metadata (lane, scope ids, artifact ids, anything else the store attached)
+        is replaced by the public evidence fields (`provenance`, `scope_names`,
+        `resource_uri`), so a pipeline that prints node metadata to the model shows provenance
+        and scope names, never lanes or scope ids. The `citation_keys` are copied too, hidden
+        from the LLM and embedding views, and so is where the node came from (its
+        relationships, without their metadata).
+        """
+        metadata = kept_item_metadata(row)
+        source = original.node
+        citations = [
+            key for key in self.citation_keys if key in source.metadata and key not in metadata
+        ]
+        metadata.update((key, source.metadata[key]) for key in citations)
+        relationships = {
+            kind: RelatedNodeInfo(node_id=info.node_id, node_type=info.node_type, hash=info.hash)
+            for kind, info in source.relationships.items()
+            if isinstance(info, RelatedNodeInfo)
+        }
+        node = TextNode(
+            id_=source.node_id,
+            text=row.text,
+            metadata=metadata,
+            excluded_llm_metadata_keys=citations,
+            excluded_embed_metadata_keys=citations,
+            relationships=relationships,
+        )
+        return NodeWithScore(node=node, score=original.score)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # LlamaIndex's own version deletes what it cannot pickle from the live object's
+        # attributes, breaking the original and silently changing the copy. Pickle a copy of
+        # the state instead, and say plainly when the token counter cannot be pickled.
+        try:
+            pickle.dumps(self.token_counter)
+        except Exception as error:
+            raise TypeError(
+                f"this postprocessor's token_counter ({type(self.token_counter).__name__}) "
+                "cannot be pickled; use a counter from aizk_integrations.counters or a "
+                "module-level function"
+            ) from error
+        state = BaseModel.__getstate__(self)
+        return {**state, "__dict__": dict(state["__dict__"])}
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The settings as a dict; a token counter, being code, is marked rather than written."""
+        data = super().to_dict(**kwargs)
+        if self.token_counter is not None:
+            data[_COUNTER_MARK] = True
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> AizkEvidencePostprocessor:
+        """Rebuild from `to_dict`; a postprocessor that had a token counter needs it again.
+
+        Restoring it without one would count differently without a word, so it is an error.
+        """
+        data = dict(data)
+        if data.pop(_COUNTER_MARK, False) and kwargs.get("token_counter") is None:
+            raise ValueError(
+                "this postprocessor was saved with a token_counter, which is code and is not "
+                "serialized; pass it again: "
+                "AizkEvidencePostprocessor.from_dict(data, token_counter=...)"
+            )
+        restored: AizkEvidencePostprocessor = super().from_dict(data, **kwargs)
+        return restored
 
     async def _apostprocess_nodes(
         self,
@@ -253,19 +348,3 @@ def _block_node(packing: Packing) -> NodeWithScore:
         text_template="{content}",
     )
     return NodeWithScore(node=node, score=None)
-
-
-def _kept_nodes(nodes: Sequence[NodeWithScore], packing: Packing) -> list[NodeWithScore]:
-    """New nodes for what was kept: same text, id and score, only public metadata.
-
-    The original metadata (lane, scope ids, artifact ids, anything else the store attached) is
-    replaced by the public evidence fields (`provenance`, `scope_names`, `resource_uri`), so a
-    pipeline that prints node metadata to the model shows provenance and scope names, never
-    lanes or scope ids.
-    """
-    kept = []
-    for row in packing.kept:
-        original = nodes[row.position]
-        node = TextNode(id_=original.node.node_id, text=row.text, metadata=kept_item_metadata(row))
-        kept.append(NodeWithScore(node=node, score=original.score))
-    return kept

@@ -130,8 +130,8 @@ def only_node(out: list[NodeWithScore]) -> TextNode:
 # The framework contract
 
 
-def test_the_module_exports_only_the_postprocessor() -> None:
-    assert adapter.__all__ == ["AizkEvidencePostprocessor", "reading_as"]
+def test_the_module_exports_the_postprocessor_its_event_and_reading_as() -> None:
+    assert adapter.__all__ == ["AizkEvidencePacked", "AizkEvidencePostprocessor", "reading_as"]
 
 
 def test_the_postprocessor_is_a_llama_index_node_postprocessor_with_its_own_class_name() -> None:
@@ -398,8 +398,13 @@ def test_the_token_counter_is_not_serialized_and_is_passed_again_on_restore() ->
 
     data = AizkEvidencePostprocessor(token_counter=count).to_dict()
     assert "token_counter" not in data
-    assert AizkEvidencePostprocessor.from_dict(data).token_counter is None
+    with pytest.raises(ValueError, match="saved with a token_counter"):
+        AizkEvidencePostprocessor.from_dict(data)  # counting differently without a word
     assert AizkEvidencePostprocessor.from_dict(data, token_counter=count).token_counter is count
+    assert (
+        AizkEvidencePostprocessor.from_dict(AizkEvidencePostprocessor().to_dict()).token_counter
+        is None
+    )
 
 
 def test_settings_cannot_be_changed_after_construction() -> None:

@@ -1,0 +1,375 @@
+"""What an experienced LangChain or LlamaIndex developer tries in their first hour, working.
+
+Copies that keep the original intact, a runnable with real types, counts that travel even when
+nothing is kept, warnings that say what to fix, traces that show the packer, and citations.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models import FakeListLLM
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core import Settings
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.schema import (
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    RelatedNodeInfo,
+    TextNode,
+)
+from pydantic import Field
+
+from aizk_integrations import ScopeDirectory, TokenCounter
+from aizk_integrations.counters import (
+    counter_from_langchain,
+    counter_from_llama_index,
+    counter_from_tiktoken,
+)
+from aizk_integrations.langchain import AizkEvidenceCompressor, AizkEvidenceRetriever
+from aizk_integrations.llama_index import AizkEvidencePacked, AizkEvidencePostprocessor
+from tests.adapters.harness import Adapter, Entry
+from tests.offline_tokenizers import cl100k
+
+SAM = ScopeDirectory.for_caller("sam", {})
+ENTRIES: list[tuple[str, dict[str, Any]]] = [
+    ("one two three " * 5, {"scopes": ["sam"], "source": "a.md", "page": 3}),
+    ("four five six " * 5, {"scopes": ["sam"], "source": "b.md", "page": 7, "secret": "x"}),
+    ("seven eight nine " * 5, {"scopes": ["sam"], "source": "c.md"}),
+]
+
+
+def counters() -> dict[str, TokenCounter]:
+    model = FakeListLLM(responses=["ok"], custom_get_token_ids=_cl100k_ids)
+    return {
+        "langchain model": counter_from_langchain(model),
+        "llama-index tokenizer": counter_from_llama_index(Settings.tokenizer),
+        "tiktoken": counter_from_tiktoken(cl100k()),
+    }
+
+
+def _cl100k_ids(text: str) -> list[int]:
+    return cl100k().encode(text, disallowed_special=())
+
+
+COUNTERS = counters()
+
+
+# Copies that keep the original working
+
+
+@pytest.mark.parametrize("counter", COUNTERS.values(), ids=COUNTERS.keys())
+@pytest.mark.parametrize("copier", [lambda x: pickle.loads(pickle.dumps(x)), copy.deepcopy])
+def test_a_copy_and_its_original_both_pack_the_same_with_each_counter(
+    adapter: Adapter, counter: TokenCounter, copier: Callable[[Any], Any]
+) -> None:
+    original = adapter.build(directory=SAM, budget=35, token_counter=counter)
+    expected = adapter.answer(adapter.call(original, adapter.items(ENTRIES)))
+    twin = copier(original)
+    for packer in (twin, original):
+        answer = adapter.answer(adapter.call(packer, adapter.items(ENTRIES)))
+        assert (answer.texts, answer.metadata) == (expected.texts, expected.metadata)
+    assert original.token_counter is counter
+    by_counter = [counter(str(text)) + 1 for text, _ in ENTRIES]
+    assert (
+        expected.counts["kept"] == 2 == sum(1 for n in range(3) if sum(by_counter[: n + 1]) <= 35)
+    )
+
+
+def test_a_counter_that_cannot_be_pickled_is_an_error_that_says_so(adapter: Adapter) -> None:
+    packer = adapter.build(token_counter=lambda text: 1)
+    with pytest.raises((TypeError, pickle.PicklingError, AttributeError)):
+        pickle.dumps(packer)
+    assert packer.token_counter("x") == 1  # the original is untouched
+
+
+@pytest.mark.parametrize("counter", COUNTERS.values(), ids=COUNTERS.keys())
+def test_every_counter_pickles_and_counts_the_same(counter: TokenCounter) -> None:
+    twin = pickle.loads(pickle.dumps(counter))
+    text = "Sam prefers morning study blocks."
+    assert twin(text) == counter(text)
+    assert type(twin) is type(counter)
+
+
+def test_a_llama_index_postprocessor_round_trips_through_to_dict_with_its_counter() -> None:
+    counter = COUNTERS["llama-index tokenizer"]
+    original = AizkEvidencePostprocessor(directory=SAM, budget=60, token_counter=counter)
+    restored = AizkEvidencePostprocessor.from_dict(original.to_dict(), token_counter=counter)
+    items = LLAMA().items(ENTRIES)
+    assert restored.postprocess_nodes(items) == original.postprocess_nodes(items)
+
+
+def LLAMA() -> Adapter:  # noqa: N802  # reads like the constant it stands for
+    from tests.adapters.harness import LLAMA_INDEX
+
+    return LLAMA_INDEX
+
+
+# The runnable: types, schema, tools, pickling, clear errors
+
+
+def club_retriever() -> BaseRetriever:
+    store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=8))
+    store.add_documents(
+        [
+            Document("Sam's note: the sidecar is back.", metadata={"scopes": ["sam"]}),
+            Document("Ana's note: buy twine.", metadata={"scopes": ["ana"]}),
+        ]
+    )
+    return store.as_retriever()
+
+
+def test_the_runnable_declares_documents_in_and_text_out() -> None:
+    step = AizkEvidenceCompressor().as_runnable()
+    schema = step.get_input_jsonschema()
+    assert schema["type"] == "array"
+    assert schema["items"]["$ref"].endswith("Document")
+    assert step.get_output_jsonschema()["type"] == "string"
+    assert [spec.id for spec in step.config_specs] == ["aizk_directory", "aizk_budget"]
+
+
+@pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
+def test_retriever_and_runnable_make_a_tool_that_carries_the_reader() -> None:
+    tool = (club_retriever() | AizkEvidenceCompressor().as_runnable()).as_tool(
+        name="recall", description="Recall evidence."
+    )
+    block = tool.invoke("sidecar", config={"configurable": {"aizk_directory": SAM}})
+    assert "Sam's note" in block
+    assert "Ana's note" not in block
+
+
+def test_the_runnable_pickles_with_its_compressor() -> None:
+    step = AizkEvidenceCompressor(budget=30).as_runnable()
+    twin = pickle.loads(pickle.dumps(step))
+    documents = [Document("x" * 40), Document("y" * 200)]
+    assert twin.invoke(documents) == step.invoke(documents)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "message"),
+    [
+        (Document("x"), "got Document; wrap a single item in a list"),
+        ({"documents": []}, "got dict; pick the items out of it first"),
+        ((d for d in [Document("x")]), "got generator; materialise it first"),
+        (None, "got NoneType"),
+    ],
+)
+def test_wrong_inputs_say_what_was_expected(wrong: Any, message: str) -> None:
+    with pytest.raises(
+        TypeError, match="expected a list \\(or other sequence\\) of langchain_core"
+    ):
+        AizkEvidenceCompressor().as_runnable().invoke(wrong)
+    with pytest.raises(TypeError, match=message.replace("(", "\\(").replace(")", "\\)")):
+        AizkEvidenceCompressor().compress_documents(wrong, "q")
+
+
+# Counts that travel, in traces and logs
+
+
+class RunRecorder(BaseCallbackHandler):
+    """What a tracing tool sees of the chain runs: their names and outputs."""
+
+    def __init__(self) -> None:
+        self.names: dict[Any, str] = {}
+        self.outputs: list[tuple[str, Any]] = []
+
+    def on_chain_start(
+        self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: Any, **kwargs: Any
+    ) -> None:
+        self.names[run_id] = kwargs.get("name") or ""
+
+    def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
+        self.outputs.append((self.names.get(run_id, ""), outputs))
+
+    def packer_counts(self) -> list[dict[str, int]]:
+        return [
+            out["aizk_counts"] for name, out in self.outputs if name == "AizkEvidenceCompressor"
+        ]
+
+
+def test_a_compressor_inside_contextual_compression_leaves_a_run_with_its_counts() -> None:
+    recorder = RunRecorder()
+    wrapped = ContextualCompressionRetriever(
+        base_compressor=AizkEvidenceCompressor(directory=SAM), base_retriever=club_retriever()
+    )
+    wrapped.invoke("sidecar", config={"callbacks": [recorder]})
+    assert recorder.packer_counts() == [
+        {"kept": 1, "cut_by_budget": 0, "withheld": 1, "tokens_used": 9, "budget": 2048}
+    ]
+
+
+def test_counts_reach_the_trace_even_when_nothing_is_kept() -> None:
+    recorder = RunRecorder()
+    stranger = ScopeDirectory.for_caller("kenji", {})
+    chain = club_retriever() | AizkEvidenceCompressor(directory=stranger).as_runnable()
+    assert chain.invoke("sidecar", config={"callbacks": [recorder]}) == ""
+    [counts] = recorder.packer_counts()
+    assert counts["kept"] == 0
+    assert counts["withheld"] == 2
+
+
+def test_our_retriever_leaves_the_packers_run_in_the_trace_too() -> None:
+    recorder = RunRecorder()
+    AizkEvidenceRetriever(base_retriever=club_retriever()).invoke(
+        "x", config={"callbacks": [recorder], "configurable": {"aizk_directory": SAM}}
+    )
+    [counts] = recorder.packer_counts()
+    assert counts["kept"] == 1
+
+
+class EventRecorder(BaseEventHandler):
+    """What a LlamaIndex tracing handler sees of our events."""
+
+    events: list[BaseEvent] = Field(default_factory=list)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "EventRecorder"
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        if isinstance(event, AizkEvidencePacked):
+            self.events.append(event)
+
+
+def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> None:
+    recorder = EventRecorder()
+    root = get_dispatcher()
+    root.add_event_handler(recorder)
+    try:
+        nodes = LLAMA().items(ENTRIES)
+        assert (
+            AizkEvidencePostprocessor(
+                directory=ScopeDirectory.for_caller("k", {})
+            ).postprocess_nodes(nodes)
+            == []
+        )
+        AizkEvidencePostprocessor(directory=SAM).postprocess_nodes(nodes)
+    finally:
+        root.event_handlers.remove(recorder)
+    assert [event.counts["kept"] for event in recorder.events] == [0, 3]  # type: ignore[attr-defined]
+    assert recorder.events[0].counts["withheld"] == 3  # type: ignore[attr-defined]
+    assert recorder.events[0].span_id  # sent inside the postprocessor's span
+
+
+@pytest.mark.parametrize(
+    ("settings", "entries", "advice"),
+    [
+        ({"directory": SAM}, [("loader text", {}), ("splitter text", {})], "allow_unscoped=True"),
+        ({"directory": SAM}, [("loader text", {})], "under the metadata key 'scopes'"),
+        ({"directory": SAM}, [("Ana's", {"scopes": ["ana"]})], "outside the reader's directory"),
+        ({}, [("my own note", {"scopes": ["sam"]})], "the call has no reader"),
+    ],
+)
+def test_one_warning_says_why_everything_was_withheld_and_how_to_fix_it(
+    adapter: Adapter,
+    caplog: pytest.LogCaptureFixture,
+    settings: dict[str, Any],
+    entries: list[Entry],
+    advice: str,
+) -> None:
+    caplog.set_level(logging.WARNING, logger=adapter.logger)
+    assert adapter.run(entries, **settings).items == []
+    [record] = [r for r in caplog.records if r.name == adapter.logger]
+    assert record.levelno == logging.WARNING
+    assert advice in record.getMessage()
+    for text, _ in entries:
+        assert str(text) not in record.getMessage()
+
+
+def test_a_call_that_keeps_something_warns_only_about_a_missing_reader(
+    adapter: Adapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger=adapter.logger)
+    adapter.run([("mine", {"scopes": "sam"}), ("Ana's", {"scopes": "ana"})], directory=SAM)
+    assert not [r for r in caplog.records if r.name == adapter.logger]
+
+
+def test_the_cut_table_lists_withheld_items_as_such_without_their_text(
+    adapter: Adapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=adapter.logger)
+    entries: list[Entry] = [
+        ("Ana's secret", {"scopes": "ana"}),
+        ("mine", {"scopes": "sam"}),
+        ("loader text", {}),
+    ]
+    adapter.run(entries, directory=SAM)
+    [table] = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    rows = table.splitlines()[3:]
+    assert rows[0].endswith("withheld: names a scope the reader may not see")
+    assert rows[1].split()[:2] == ["1", "sources"]
+    assert rows[2].endswith("withheld: names no scope")
+    assert "Ana's secret" not in table
+
+
+# Citations
+
+
+def test_kept_documents_keep_their_id_and_the_allowed_citation_keys_only() -> None:
+    documents = [
+        Document(text, id=f"doc-{n}", metadata=dict(meta)) for n, (text, meta) in enumerate(ENTRIES)
+    ]
+    packer = AizkEvidenceCompressor(
+        directory=SAM, return_documents=True, citation_keys=["source", "page"]
+    )
+    kept = packer.compress_documents(documents, "q")
+    assert [document.id for document in kept] == ["doc-0", "doc-1", "doc-2"]
+    assert [document.metadata.get("source") for document in kept] == ["a.md", "b.md", "c.md"]
+    assert [document.metadata.get("page") for document in kept] == [3, 7, None]
+    assert all("secret" not in document.metadata for document in kept)
+    assert all("scopes" not in document.metadata for document in kept)
+
+
+def test_citation_keys_never_reach_the_block() -> None:
+    documents = [Document(text, metadata=dict(meta)) for text, meta in ENTRIES]
+    [block] = AizkEvidenceCompressor(directory=SAM, citation_keys=["source"]).compress_documents(
+        documents, "q"
+    )
+    assert "a.md" not in block.page_content
+    assert "a.md" not in str(block.metadata)
+
+
+def test_kept_nodes_keep_citations_and_relationships_out_of_the_prompt() -> None:
+    source = RelatedNodeInfo(node_id="file-1", metadata={"scopes": ["ana"], "owner": "ana"})
+    node = TextNode(
+        id_="n-1",
+        text="one two three",
+        metadata={"scopes": ["sam"], "file_name": "plan.md", "page_label": "4", "other": "x"},
+        relationships={NodeRelationship.SOURCE: source},
+    )
+    packer = AizkEvidencePostprocessor(
+        directory=SAM, return_nodes=True, citation_keys=("file_name", "page_label")
+    )
+    [kept] = packer.postprocess_nodes([NodeWithScore(node=node, score=0.5)])
+    assert kept.node.node_id == "n-1"
+    assert kept.score == 0.5
+    assert kept.node.metadata["file_name"] == "plan.md"
+    assert kept.node.metadata["page_label"] == "4"
+    assert "other" not in kept.node.metadata
+    prompt_view = kept.node.get_content(metadata_mode=MetadataMode.LLM)
+    assert "plan.md" not in prompt_view
+    assert "provenance: source" in prompt_view
+    [relationship] = kept.node.relationships.values()
+    assert isinstance(relationship, RelatedNodeInfo)
+    assert relationship.node_id == "file-1"
+    assert relationship.metadata == {}
+
+
+def test_citation_keys_are_fixed_once_built(adapter: Adapter) -> None:
+    keys = ["source"]
+    packer = adapter.build(citation_keys=keys)
+    keys.append("secret")
+    assert packer.citation_keys == ("source",)
