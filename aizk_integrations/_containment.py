@@ -13,7 +13,11 @@ facts are nested list lines); what is neutralised is what reaches outside the it
 * a link reference definition (`[label]: url`) is document-global, so `[label]` anywhere else
   would link to it: its opening `[` is backslash-escaped, `\\[label]: url`;
 * a code fence left open (```` ``` ````, `~~~`) would swallow the item's own `Resource` line: a
-  closing fence is added after the text.
+  closing fence is added after the text;
+* lists and block quotes nested deeper than `MAX_NESTING` inside one item: renderers cap how
+  deep they parse (markdown-it at twenty levels, block list included) and drop what follows,
+  later items and all; the list or quote marker that would go deeper is backslash-escaped, and
+  the rest of that line reads as text.
 
 A backslash escape renders as the character itself, so rendered text reads as the original;
 read raw, the backslash is the only change. Autolinks (`<https://example.org>`) are left alone:
@@ -29,7 +33,12 @@ from __future__ import annotations
 
 import re
 
-might_reach_out = re.compile(r"<[A-Za-z/!?]|\]:|```|~~~").search
+MAX_NESTING = 6
+"""How many lists and block quotes an evidence text may nest; deeper markers are escaped."""
+
+might_reach_out = re.compile(
+    r"<[A-Za-z/!?]|\]:|```|~~~|^[ \t]{8}|^[ \t]*(?:(?:>|[-*+]|\d{1,9}[.)])[ \t]+){3}", re.M
+).search
 """Whether a text holds anything that could reach outside its item: most evidence does not, and
 is shown as it is without looking further."""
 
@@ -44,10 +53,11 @@ _AUTOLINK = re.compile(
 )
 """CommonMark's URI and email autolinks: links, not HTML."""
 
-_DEFINITION_START = re.compile(r"^((?:[ \t]*(?:>|[-*+]|\d{1,9}[.)])?)*[ \t]*)\[")
+_DEFINITION_START = re.compile(r"^([ \t]*(?:(?:>|[-*+]|\d{1,9}[.)])[ \t]*)*)\[")
 """A `[` that starts a line's content, after indentation and any block-quote or list markers:
 the only place a link reference definition can begin."""
 
+_CONTAINER_MARKER = re.compile(r"[ \t]*(>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$))")
 _FENCE = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
 _LIST_ITEM = re.compile(r"( {0,3})([-*+]|\d{1,9}[.)])( +|$)")
 _BLOCK_START = re.compile(
@@ -67,11 +77,28 @@ def contain(lines: list[str]) -> list[str]:
             line = _HTML_START.sub(_escape_html_start, line)
         if definitions and "[" in line:
             line = _DEFINITION_START.sub(r"\1\\[", line, count=1)
-        contained.append(line)
+        contained.append(_within_nesting(line))
     fence = _open_fence(lines)
     if fence is not None:
         contained.append(fence)
     return contained
+
+
+def _within_nesting(line: str) -> str:
+    """The line, with the container marker that would nest past `MAX_NESTING` escaped.
+
+    A line's depth is counted generously: one level per two columns of indentation (the least a
+    nested list item takes) plus one per marker at its start, so no real nesting is missed.
+    """
+    indent = len(line) - len(line.lstrip(" \t"))
+    depth = len(line[:indent].expandtabs(4)) // 2
+    position = 0
+    while marker := _CONTAINER_MARKER.match(line, position):
+        depth += 1
+        if depth > MAX_NESTING:
+            return f"{line[: marker.start(1)]}\\{line[marker.start(1) :]}"
+        position = marker.end()
+    return line
 
 
 def _escape_html_start(match: re.Match[str]) -> str:

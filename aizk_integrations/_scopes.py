@@ -83,10 +83,10 @@ class Scope(BaseModel):
         # would render as stray ticks, or as a blank that looks like another name; control and
         # format characters (bidi overrides, zero-width joiners) can make a name look like
         # another one.
-        if INTERSECTION in name:
+        if "∩" in name:
             raise ValueError(
-                f"a scope name must not contain {INTERSECTION!r}, which the block uses to join "
-                f"the scopes of one item: {quoted(name)}"
+                f"a scope name must not contain '∩', which the block uses to join the scopes "
+                f"of one item: {quoted(name)}"
             )
         hidden = [
             char for char in name if unicodedata.category(char) in _HIDDEN and not char.isspace()
@@ -101,6 +101,11 @@ class Scope(BaseModel):
             raise ValueError(
                 f"a scope name must contain a visible character, not only spaces or blank "
                 f"fillers: {quoted(name)}"
+            )
+        if name != name.strip():
+            raise ValueError(
+                "a scope name must not start or end with spaces, which do not show and would "
+                f"make it look like another name: {quoted(name)}"
             )
         return name
 
@@ -220,10 +225,10 @@ class ScopeDirectory(BaseModel):
                 "caller's own scope is always `private`"
             )
         for key, scope in scopes.items():
-            if scope.name == PRIVATE:
+            if scope.name.casefold() == PRIVATE:
                 raise ValueError(
-                    f"organization {quoted(key)} is named {PRIVATE!r}: that name is the "
-                    "reader's own scope; give the organization its own name"
+                    f"organization {quoted(key)} is named {quoted(scope.name)}: that name is "
+                    "the reader's own scope; give the organization its own name"
                 )
         scopes[caller] = Scope(name=PRIVATE)
         return cls(scopes=scopes)

@@ -77,4 +77,4 @@ def is_scope_name(name: str) -> bool:
         Scope(name=name)
     except ValidationError:
         return False
-    return name != "private"
+    return name.casefold() != "private"

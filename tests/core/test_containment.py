@@ -43,11 +43,17 @@ def block_of(*texts: str, directory: ScopeDirectory | None = None, linked: bool 
     return RecallResult.from_candidates(candidates, directory).to_markdown()
 
 
-def html_items(block: str) -> list[Any]:
-    """The `<li>`s of the evidence list, as an HTML5 parser builds them from the rendered block."""
+def html_body(block: str) -> Any:
+    """The `<body>` an HTML5 parser builds from the block's rendering, raw HTML kept."""
     document = html5lib.parse(with_html.render(block), namespaceHTMLElements=False)
     body = document.find("body")
-    lists = [child for child in body if child.tag == "ul"]
+    assert body is not None
+    return body
+
+
+def html_items(block: str) -> list[Any]:
+    """The `<li>`s of the evidence list, as an HTML5 parser builds them from the rendered block."""
+    lists = [child for child in html_body(block) if child.tag == "ul"]
     return [child for child in lists[-1] if child.tag == "li"]
 
 
@@ -212,14 +218,28 @@ def test_a_name_with_nothing_visible_or_with_hidden_characters_is_refused(name: 
         Scope(name=name)
 
 
-def test_a_name_that_would_pass_for_two_scopes_is_refused() -> None:
-    with pytest.raises(ValidationError, match="must not contain ' ∩ '"):
-        Scope(name="private ∩ book-club")
+@pytest.mark.parametrize("name", ["private ∩ book-club", "∩", "a∩b"])
+def test_a_name_that_would_pass_for_two_scopes_is_refused(name: str) -> None:
+    with pytest.raises(ValidationError, match="must not contain '∩'"):
+        Scope(name=name)
+
+
+@pytest.mark.parametrize("name", ["private ", " book-club", "team\n"])
+def test_a_name_with_spaces_that_do_not_show_is_refused(name: str) -> None:
+    with pytest.raises(ValidationError, match="must not start or end with spaces"):
+        Scope(name=name)
+
+
+@pytest.mark.parametrize("name", ["Private", "PRIVATE"])
+def test_an_organization_cannot_pass_for_the_readers_own_scope_by_case(name: str) -> None:
+    with pytest.raises(ValueError, match="is the reader's own scope"):
+        ScopeDirectory.for_caller("me", {"org": Scope(name=name)})
 
 
 def test_an_organization_cannot_be_called_private() -> None:
     with pytest.raises(ValueError, match="is named 'private'"):
         ScopeDirectory.for_caller("me", {"org": Scope(name="private")})
+    # Scope(name="private") itself is fine: it is what the reader's own scope is called.
     with pytest.raises(ValidationError, match="only the reader's own scope may be named"):
         ScopeDirectory(scopes={"a": Scope(name="private"), "b": Scope(name="private")})
 
@@ -247,8 +267,7 @@ def test_a_description_renders_as_the_plain_text_it_is(description: str) -> None
     block = RecallResult.from_candidates(
         [Candidate(line="x", scopes=["org"])], directory
     ).to_markdown()
-    document = html5lib.parse(with_html.render(block), namespaceHTMLElements=False)
-    header = next(iter(document.find("body").iter("ul")))
+    header = next(iter(html_body(block).iter("ul")))
     [line] = list(header)
     assert text_of(line) == f"team {description}"
     assert [element.tag for element in line.iter()] == ["li", "code"]

@@ -1,14 +1,26 @@
-"""The block is the prompt-injection boundary: nothing inside an item may pose as structure."""
+"""The block is the prompt-injection boundary: nothing inside an item may pose as structure.
+
+Every block here is read back three ways (`tests/block_checks.py`): line by line, as
+markdown-it's token tree, and as the HTML5 document a renderer makes of it. The texts come from
+a public prompt-injection collection plus our own markdown and Unicode cases
+(`tests/data/hostile_corpus.json`), and from hypothesis.
+"""
 
 from __future__ import annotations
+
+from uuid import UUID
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aizk_integrations import Candidate, Lane, RecallResult, Scope, ScopeDirectory
+from aizk_integrations import Candidate, EvidenceError, Lane, RecallResult, Scope, ScopeDirectory
+from tests.adapters.harness import ADAPTERS, Adapter
+from tests.block_checks import assert_block_holds, assert_result_holds, hostile_corpus
 from tests.block_structure import assert_structure_holds, parsed_structure
 from tests.golden import is_scope_name
+
+CORPUS = hostile_corpus(surrogates=False)
 
 LINE_BREAKS = [
     "\r\n",
@@ -25,6 +37,7 @@ LINE_BREAKS = [
 ]
 
 PAYLOADS = [
+    *CORPUS[::10],
     "# Heading",
     "## Evidence",
     "## Scopes",
@@ -91,7 +104,7 @@ def hostile_results(draw: st.DrawFn) -> RecallResult:
 
 
 def check(result: RecallResult) -> None:
-    assert_structure_holds(result.to_markdown(), len(result.evidence), len(result.shared_scopes))
+    assert_result_holds(result)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -146,7 +159,7 @@ def test_an_unclosed_fence_cannot_swallow_the_next_item() -> None:
         ("a``b```c", "````a``b```c````"),
         ("ends`", "`` ends` ``"),
         ("two\nlines\u2028here", "`two lines here`"),
-        (" spaced ", "`  spaced  `"),
+        ("` ticks both ends `", "`` ` ticks both ends ` ``"),
     ],
 )
 def test_a_scope_name_renders_as_one_inline_code_span_on_one_line(name: str, span: str) -> None:
@@ -181,3 +194,53 @@ def test_a_description_with_line_breaks_stays_on_its_line() -> None:
 def test_a_blank_scope_name_is_refused() -> None:
     with pytest.raises(ValueError, match="visible character"):
         Scope(name="\n ")
+
+
+@pytest.mark.parametrize("start", range(0, len(CORPUS), 50))
+def test_every_corpus_string_stays_inside_its_item_through_the_core(start: int) -> None:
+    chunk = CORPUS[start : start + 50]
+    for index in range(0, len(chunk), 3):
+        texts = chunk[index : index + 3]
+        result = RecallResult.from_candidates(
+            [
+                Candidate(line=text, artifact_id=UUID(int=1), artifact_content_id=UUID(int=2))
+                for text in texts
+            ]
+        )
+        assert_result_holds(result)
+
+
+@pytest.mark.parametrize("start", range(0, len(CORPUS), 100))
+def test_every_corpus_string_is_an_inert_description(start: int) -> None:
+    for text in CORPUS[start : start + 100]:
+        directory = ScopeDirectory.for_caller("me", {"org": Scope(name="team", description=text)})
+        assert_result_holds(
+            RecallResult.from_candidates([Candidate(line="x", scopes=["org"])], directory)
+        )
+
+
+def test_every_corpus_string_a_scope_accepts_as_a_name_renders_as_one_label() -> None:
+    accepted = [text for text in CORPUS if is_scope_name(text)]
+    assert len(accepted) > len(CORPUS) // 2
+    for name in accepted:
+        directory = ScopeDirectory.for_caller("me", {"org": Scope(name=name)})
+        assert_result_holds(
+            RecallResult.from_candidates([Candidate(line="x", scopes=["me", "org"])], directory)
+        )
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=[adapter.name for adapter in ADAPTERS])
+def test_every_corpus_string_stays_inside_its_item_through_both_adapters(adapter: Adapter) -> None:
+    for index in range(0, len(CORPUS), 4):
+        texts = CORPUS[index : index + 4]
+        answer = adapter.run([(text, {}) for text in texts], budget=16384)
+        assert_block_holds(answer.block, [item["text"] for item in answer.recall["evidence"]])
+        assert [item["text"] for item in answer.recall["evidence"]] == texts  # JSON: exact text
+
+
+def test_a_lone_surrogate_is_refused_the_same_way_by_both_adapters() -> None:
+    for adapter in ADAPTERS:
+        with pytest.raises(
+            EvidenceError, match=rf"^{adapter.item_label}: content: text has a lone"
+        ):
+            adapter.run([("fine", {}), ("bad \udfff", {})])

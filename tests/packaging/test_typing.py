@@ -51,11 +51,16 @@ def test_every_python_snippet_in_the_docs_passes_mypy_strict_without_plugins(
         text=True,
         timeout=600,
     )
-    named = {path: snippet.name for path, snippet in zip(files, snippets, strict=True)}
+    # Report each problem at its line of the page, not of the file it was written to.
+    where = dict(zip(files, snippets, strict=True))
     report = re.sub(
-        r"^(\S+\.py)(?=:)",
-        lambda match: named.get(match[1], match[1]),
+        r"^(\S+\.py):(\d+)",
+        lambda match: (
+            f"{where[match[1]].page.relative_to(ROOT)}:{where[match[1]].line + int(match[2])}"
+        ),
         completed.stdout,
         flags=re.M,
     )
-    assert (completed.returncode, report, completed.stderr) == (0, "", "")
+    problems = report + completed.stderr
+    assert completed.returncode == 0, f"mypy --strict on the docs' snippets:\n{problems}"
+    assert not problems
