@@ -36,11 +36,25 @@ import re
 MAX_NESTING = 6
 """How many lists and block quotes an evidence text may nest; deeper markers are escaped."""
 
-might_reach_out = re.compile(
-    r"<[A-Za-z/!?]|\]:|```|~~~|^[ \t]{8}|^[ \t]*(?:(?:>|[-*+]|\d{1,9}[.)])[ \t]+){3}", re.M
+def might_reach_out(text: str) -> bool:
+    """Whether a text holds anything that could reach outside its item.
+
+    Most evidence does not, and is shown as it is without looking further: a few substring
+    tests, and one search for a line that could open a deep nesting.
+    """
+    if ("<" in text and _HTML_LIKE(text)) or "]:" in text or "```" in text or "~~~" in text:
+        return True
+    return _NESTS(text) is not None
+
+
+_HTML_LIKE = re.compile(r"<[A-Za-z/!?]").search
+_NESTS = re.compile(
+    r"(?:\A|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029])"
+    r"(?:[ \t]{8}|[ \t]*(?:(?:>|[-*+]|\d{1,9}[.)])[ \t]+){3})"
 ).search
-"""Whether a text holds anything that could reach outside its item: most evidence does not, and
-is shown as it is without looking further."""
+"""A line (after any line break `str.splitlines` knows) indented eight columns or more, or
+opening three lists or quotes at once: the lines that could take a text past `MAX_NESTING`."""
+
 
 _HTML_START = re.compile(r"(\\*)<(?=[A-Za-z/!?])")
 """A `<` that could open raw HTML (a tag, closing tag, comment, declaration or instruction),

@@ -136,12 +136,14 @@ class PackingSettings(BaseModel):
         expected: str,
         budget: int | None = None,
         reader: ScopeDirectory | None = None,
+        counter: TokenCounter | None = None,
     ) -> Packing:
         """Read, authorize and pack `items` in the order given, up to one item past the cut.
 
-        A per-call `budget` or `reader` replaces the instance's; a call can switch readers but
-        cannot switch authorization off. `expected` names what `items` should be, for the error
-        when it is not a sequence. Raises `ItemError` for a malformed item: the adapter names it.
+        A per-call `budget`, `reader` or `counter` replaces the instance's; a call can switch
+        readers but cannot switch authorization off. `expected` names what `items` should be,
+        for the error when it is not a sequence. Raises `ItemError` for a malformed item: the
+        adapter names it.
         """
         if isinstance(items, str | bytes) or not isinstance(items, Sequence):
             hint = ""
@@ -161,7 +163,7 @@ class PackingSettings(BaseModel):
             self.lane_key, self.scopes_key, self.artifact_id_key, self.artifact_content_id_key
         )
         reading = Reading(items, metadata_of, text_of, keys, access)
-        counter = self.token_counter or CharsPerToken(self.chars_per_token)
+        counter = counter or self.token_counter or CharsPerToken(self.chars_per_token)
         pricing = pricing_for(self.budget_covers, counter)
         packing = cut(reading, self.budget if budget is None else budget, pricing)
         return packing._replace(withheld=tuple(reading.withheld), total=len(items))

@@ -40,6 +40,8 @@ try:
         Callbacks,
     )
     from langchain_core.documents import BaseDocumentCompressor, Document
+    from langchain_core.language_models import BaseChatModel, BaseLanguageModel
+    from langchain_core.prompts import BasePromptTemplate
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.runnables import (
         ConfigurableFieldSpec,
@@ -62,6 +64,7 @@ __all__ = [
     "RECALL_METADATA_KEY",
     "AizkEvidenceCompressor",
     "AizkEvidenceRetriever",
+    "context_room",
 ]
 
 logger = logging.getLogger(__name__)
@@ -355,6 +358,62 @@ class AizkEvidenceRetriever(BaseRetriever):
             documents, query, run_manager.get_child()
         )
         return list(compressed)
+
+
+def context_room(
+    model: BaseLanguageModel[Any],
+    prompt: BasePromptTemplate[Any],
+    *,
+    context: str = "context",
+    window: int | None = None,
+    reserve: int = 0,
+    **values: Any,
+) -> int:
+    """The tokens `model` leaves for the evidence block in `prompt`, filled with `values`.
+
+    The model's input window (`window`, or its profile's `max_input_tokens`), less the prompt
+    itself with every other value in place and an empty `{context}`, counted by the model, less
+    `reserve` (for the answer, when the window counts it too). Pass the result as the request's
+    budget, with whole-block budgets counted by the same model, and the block fits the prompt
+    whole::
+
+        packer = AizkEvidenceCompressor(
+            budget_covers="block", token_counter=counter_from_langchain(model)
+        )
+        room = context_room(model, prompt, question=question)
+        chain.invoke(question, config={"configurable": {"aizk_budget": room}})
+
+    A prompt that leaves no room gives 0, with a WARNING: no budget can fit a block there.
+    """
+    profile = getattr(model, "profile", None) or {}
+    limit = window if window is not None else profile.get("max_input_tokens")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValueError(
+            f"{type(model).__name__} does not say how many input tokens it takes (no "
+            "profile['max_input_tokens']); pass window=<its context window>"
+        )
+    filled = prompt.format_prompt(**{context: "", **values})
+    if isinstance(model, BaseChatModel):
+        used = model.get_num_tokens_from_messages(filled.to_messages())
+    else:
+        used = model.get_num_tokens(filled.to_string())
+    room = limit - used - reserve - _BOUNDARY_SLACK
+    if room < 1:
+        logger.warning(
+            "aizk: %s's window of %d tokens leaves no room for evidence in this prompt "
+            "(the prompt takes %d, %d are reserved)",
+            type(model).__name__,
+            limit,
+            used,
+            reserve,
+        )
+        return 0
+    return room
+
+
+_BOUNDARY_SLACK = 8
+"""Tokens kept back for where the block meets the prompt's own text: a tokenizer may count a
+few more there than the two parts alone."""
 
 
 @contextmanager

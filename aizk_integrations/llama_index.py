@@ -19,7 +19,7 @@ from hashlib import sha1
 from typing import Any, TypeVar
 from uuid import NAMESPACE_URL, uuid5
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from aizk_integrations._errors import ItemError, naming_items, quoted
 from aizk_integrations._packing import Packing
@@ -27,13 +27,28 @@ from aizk_integrations._result import kept_item_metadata
 from aizk_integrations._rows import Row
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations._settings import PackingSettings
+from aizk_integrations.counters import counter_from_llama_index
 
 try:
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole
+    from llama_index.core.chat_engine import ContextChatEngine
+    from llama_index.core.chat_engine.utils import get_response_synthesizer
+    from llama_index.core.indices.prompt_helper import DEFAULT_PADDING, PromptHelper
     from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # the
         get_dispatcher,  # documented path; the name lives in llama_index_instrumentation
     )
     from llama_index.core.instrumentation.events import BaseEvent
+    from llama_index.core.llms import LLM
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.prompts import PromptTemplate
+    from llama_index.core.prompts.default_prompt_selectors import (
+        DEFAULT_REFINE_PROMPT_SEL,
+        DEFAULT_TEXT_QA_PROMPT_SEL,
+        DEFAULT_TREE_SUMMARIZE_PROMPT_SEL,
+    )
+    from llama_index.core.prompts.prompt_utils import get_biggest_prompt
+    from llama_index.core.response_synthesizers import CompactAndRefine
+    from llama_index.core.response_synthesizers.refine import DEFAULT_RESPONSE_PADDING_SIZE
     from llama_index.core.schema import (
         BaseNode,
         ImageNode,
@@ -44,13 +59,19 @@ try:
         RelatedNodeInfo,
         TextNode,
     )
+    from llama_index.core.utils import get_tokenizer
 except ImportError as error:
     raise ImportError(
         "aizk_integrations.llama_index needs LlamaIndex; install it with "
         'pip install "aizk-integrations[llama-index]"'
     ) from error
 
-__all__ = ["AizkEvidencePacked", "AizkEvidencePostprocessor", "reading_as"]
+__all__ = [
+    "AizkContextChatEngine",
+    "AizkEvidencePacked",
+    "AizkEvidencePostprocessor",
+    "reading_as",
+]
 
 logger = logging.getLogger(__name__)
 _dispatcher = get_dispatcher(__name__)
@@ -99,6 +120,17 @@ def _signature_computed_once(method: Method) -> Method:
     return method
 
 
+_ENGINE_PROMPTS = (
+    (DEFAULT_TEXT_QA_PROMPT_SEL, DEFAULT_PADDING),
+    (DEFAULT_TREE_SUMMARIZE_PROMPT_SEL, DEFAULT_PADDING),
+    (
+        get_biggest_prompt([DEFAULT_TEXT_QA_PROMPT_SEL, DEFAULT_REFINE_PROMPT_SEL]),
+        DEFAULT_RESPONSE_PADDING_SIZE,
+    ),
+)
+"""The prompts LlamaIndex's response modes put the context into, with the padding each packs
+with: question-answering (simple_summarize, accumulate), tree-summarize, and the bigger of
+question-answering and refine with room for the answer (refine, and compact, the default)."""
 _COUNTER_MARK = "token_counter_not_serialized"
 _RECALL_KEY = "aizk_recall"
 _COUNTS_KEY = "aizk_counts"
@@ -135,7 +167,7 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
     the request in hand.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     return_nodes: bool = Field(
         default=False,
@@ -145,6 +177,26 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
             "block node, for pipelines that format nodes themselves."
         ),
     )
+    fit_to: LLM | None = Field(
+        default=None,
+        exclude=True,
+        description=(
+            "Size each call's budget to the room this LLM's context window leaves for the "
+            "block under LlamaIndex's default prompts and the query, as its own prompt helper "
+            "works it out for every response mode, so the synthesizer sends the block whole in "
+            "one call. Needs budget_covers='block'; counts with LlamaIndex's tokenizer unless "
+            "token_counter says otherwise."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _fitting_counts_the_whole_block(self) -> AizkEvidencePostprocessor:
+        if self.fit_to is not None and self.budget_covers != "block":
+            raise ValueError(
+                "fit_to promises the block fits the room the model leaves, which only a budget "
+                "on the whole block can keep: set budget_covers='block'"
+            )
+        return self
 
     @classmethod
     def class_name(cls) -> str:
@@ -175,13 +227,27 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
+        budget = counter = None
+        if self.fit_to is not None:
+            budget = self._room(query_bundle)
+            if budget < 1:
+                logger.warning(
+                    "aizk: %s's context window leaves no room for evidence under this "
+                    "engine's prompt and query; the query gets none",
+                    type(self.fit_to).__name__,
+                )
+                return []
+            budget = min(budget, self.budget)
+            counter = self.token_counter or counter_from_llama_index(get_tokenizer())
         with naming_items(lambda position, authorized: _name(nodes, position, authorized)):
             packing = self._pack(
                 nodes,
                 _metadata_of,
                 _text_of,
                 expected="a list of NodeWithScore",
+                budget=budget,
                 reader=_call_reader.get(),
+                counter=counter,
             )
         self._report(packing, logger, _PER_REQUEST)
         _dispatcher.event(AizkEvidencePacked(counts=packing.counts))
@@ -221,6 +287,29 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
             relationships=relationships,
         )
         return NodeWithScore(node=node, score=original.score)
+
+    def _room(self, query_bundle: QueryBundle | None) -> int:
+        """Tokens the model leaves for the block, whichever response mode the engine uses.
+
+        Worked out by LlamaIndex's own `PromptHelper`, as its response synthesizers do when
+        they decide whether the context needs splitting across calls: the window, less the
+        prompt with this query in it, less the room reserved for the answer, less the mode's
+        padding (refine and compact keep 500 tokens for the answer they refine).
+        """
+        assert self.fit_to is not None
+        helper = PromptHelper.from_llm_metadata(self.fit_to.metadata)
+        query = query_bundle.query_str if query_bundle is not None else ""
+        room = []
+        for prompt, padding in _ENGINE_PROMPTS:
+            filled = prompt.partial_format(query_str=query)
+            try:
+                splitter = helper.get_text_splitter_given_prompt(
+                    filled, padding=padding, llm=self.fit_to
+                )
+            except ValueError:  # LlamaIndex's word for "no room at all"
+                return 0
+            room.append(splitter.chunk_size)
+        return min(room)
 
     def __getstate__(self) -> dict[str, Any]:
         # LlamaIndex's own version deletes what it cannot pickle from the live object's
@@ -348,3 +437,36 @@ def _block_node(packing: Packing) -> NodeWithScore:
         text_template="{content}",
     )
     return NodeWithScore(node=node, score=None)
+
+
+class AizkContextChatEngine(ContextChatEngine):
+    """LlamaIndex's context chat engine, with the retrieved context in the user's turn.
+
+    `ContextChatEngine` puts the context into the system message, the turn a model trusts
+    most, so evidence there borrows authority it should not have. This engine keeps the system
+    message for the app's own instructions (`system_prompt`) and puts the context, through the
+    same `context_template`, at the head of the latest user message. Built like its parent:
+    `AizkContextChatEngine.from_defaults(retriever=..., llm=..., node_postprocessors=[...])`.
+    The memory keeps the user's words alone, so earlier turns carry no old blocks.
+    """
+
+    def _get_response_synthesizer(
+        self, chat_history: list[ChatMessage], streaming: bool = False
+    ) -> CompactAndRefine:
+        instructions = self._prefix_messages
+        qa = self._context_template
+        refine = self._context_refine_template
+        return get_response_synthesizer(
+            self._llm,
+            self.callback_manager,
+            [*instructions, *chat_history, _user_turn(qa)],
+            [*instructions, *chat_history, _user_turn(refine)],
+            streaming,
+            qa_function_mappings=qa.function_mappings,
+            refine_function_mappings=refine.function_mappings,
+        )
+
+
+def _user_turn(context_template: PromptTemplate) -> ChatMessage:
+    """The latest user message: the context (as the template lays it out), then the question."""
+    return ChatMessage(role=MessageRole.USER, content=context_template.template + "\n{query_str}")

@@ -3,8 +3,11 @@
 Both modes pack the same corpus in the same process: 100 retrieved items of 20-150 words, all in
 the reader's two scopes, budget 2048. Calls are timed in interleaved samples (lines, block,
 block, lines, ...) so background load hits both alike, and the medians are compared. The goal
-is block / lines <= 1.5 with the default counter; the rows with a real tokenizer are reported
-for information, since there the tokenizer, not the packer, is most of the time.
+is block / lines <= 1.5 on what a chain pays, the compressor's `compress_documents` with the
+default counter. The other rows are information: packing alone on pre-built candidates
+(`pack` then `RecallResult.from_candidates` against `pack_block`, both giving a `RecallResult`),
+the postprocessor through LlamaIndex's span, and the rows with a real tokenizer, where the
+tokenizer, not the packer, is most of the time.
 
     python bench/block_mode.py            # full run
     python bench/block_mode.py --quick    # a few samples, to keep the script from rotting (CI)
@@ -16,35 +19,71 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 from collections.abc import Callable, Sequence
 
 from langchain_core.documents import Document
+from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.utils import get_tokenizer
-from run import BUDGET, ORGANIZATION, READER, RETRIEVED, corpus, sample  # bench/run.py's corpus
+from run import BUDGET, RETRIEVED, corpus, measure, reader_directory  # bench/run.py
 
-from aizk_integrations import BudgetCovers, Scope, ScopeDirectory, TokenCounter
+from aizk_integrations import (
+    BudgetCovers,
+    Candidate,
+    RecallResult,
+    ScopeDirectory,
+    TokenCounter,
+    pack,
+    pack_block,
+)
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.langchain import AizkEvidenceCompressor
-from aizk_integrations.packer import PackingSettings
+from aizk_integrations.llama_index import AizkEvidencePostprocessor
 
 SEED = 7
 GOAL = 1.5
 
+Call = Callable[[], object]
 
-def medians(
-    lines: Callable[[], object], block: Callable[[], object], samples: int, target: float
-) -> tuple[float, float]:
-    """Median seconds per call of each, sampled alternately so both share the same conditions."""
-    lines()
-    block()  # warm caches: template compile, pydantic validators, lazy imports
-    loops = max(1, round(target / max(min(sample(lines, 1) for _ in range(5)), 1e-7)))
-    times: tuple[list[float], list[float]] = ([], [])
-    for index in range(samples):
-        order = (0, 1) if index % 2 == 0 else (1, 0)
-        for side in order:
-            times[side].append(sample((lines, block)[side], loops))
-    return statistics.median(times[0]), statistics.median(times[1])
+
+def packing_alone(
+    candidates: list[Candidate], directory: ScopeDirectory, counter: TokenCounter | None
+) -> tuple[Call, Call]:
+    """The public core on pre-built candidates: a `RecallResult` by each mode, not rendered."""
+
+    def by_lines() -> RecallResult:
+        kept = pack(candidates, BUDGET, token_counter=counter)
+        return RecallResult.from_candidates(kept, directory)
+
+    def by_block() -> RecallResult:
+        return pack_block(candidates, BUDGET, directory, token_counter=counter)
+
+    return by_lines, by_block
+
+
+def compressors(
+    documents: list[Document], directory: ScopeDirectory, counter: TokenCounter | None
+) -> tuple[Call, Call]:
+    """What a LangChain chain pays: `compress_documents`, block rendered, in each mode."""
+
+    def call(covers: BudgetCovers) -> Call:
+        compressor = AizkEvidenceCompressor(
+            budget=BUDGET, directory=directory, budget_covers=covers, token_counter=counter
+        )
+        return lambda: compressor.compress_documents(documents, "q")
+
+    return call("lines"), call("block")
+
+
+def postprocessors(nodes: list[NodeWithScore], directory: ScopeDirectory) -> tuple[Call, Call]:
+    """What a LlamaIndex query pays: `postprocess_nodes`, through the span, in each mode."""
+
+    def call(covers: BudgetCovers) -> Call:
+        postprocessor = AizkEvidencePostprocessor(
+            budget=BUDGET, directory=directory, budget_covers=covers
+        )
+        return lambda: postprocessor.postprocess_nodes(nodes, query_str="q")
+
+    return call("lines"), call("block")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,38 +93,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     samples, target = (5, 0.002) if args.quick else (201, 0.01)
 
     items = corpus(random.Random(SEED))
-    directory = ScopeDirectory.for_caller(
-        READER, {ORGANIZATION: Scope(name="reading-group", description="Tuesday reading group")}
-    )
+    directory = reader_directory()
+    candidates = [Candidate.model_validate({**metadata, "line": text}) for text, metadata in items]
     documents = [Document(page_content=text, metadata=metadata) for text, metadata in items]
+    nodes = [
+        NodeWithScore(node=TextNode(id_=f"node-{index}", text=text, metadata=metadata))
+        for index, (text, metadata) in enumerate(items)
+    ]
     # LlamaIndex's default tokenizer (tiktoken cl100k_base), loaded from the copy it ships.
     cl100k = counter_from_llama_index(get_tokenizer())
 
-    def packer(covers: BudgetCovers, counter: TokenCounter | None) -> Callable[[], object]:
-        settings = PackingSettings(
-            budget=BUDGET, directory=directory, budget_covers=covers, token_counter=counter
-        )
-        return lambda: settings.pack_items(iter(items), len(items), str)
-
-    def compressor(covers: BudgetCovers) -> Callable[[], object]:
-        adapter = AizkEvidenceCompressor(budget=BUDGET, directory=directory, budget_covers=covers)
-        return lambda: adapter.compress_documents(documents, "q")
-
-    each_line, whole = BudgetCovers.LINES, BudgetCovers.BLOCK
-    rows = [
-        ("pack_items, default counter", packer(each_line, None), packer(whole, None), True),
-        ("compress_documents (renders)", compressor(each_line), compressor(whole), True),
-        ("pack_items, cl100k counter", packer(each_line, cl100k), packer(whole, cl100k), False),
+    rows: list[tuple[str, tuple[Call, Call], bool]] = [
+        ("compress_documents, default", compressors(documents, directory, None), True),
+        ("postprocess_nodes, default", postprocessors(nodes, directory), False),
+        ("packing alone, default", packing_alone(candidates, directory, None), False),
+        ("compress_documents, cl100k", compressors(documents, directory, cl100k), False),
+        ("packing alone, cl100k", packing_alone(candidates, directory, cl100k), False),
     ]
-    print(f"{RETRIEVED} items of 20-150 words, budget {BUDGET}, {samples} samples per side")
-    print(f"{'call':<30} {'lines':>10} {'block':>10} {'ratio':>7}  goal <= {GOAL}")
-    for label, lines, block, gated in rows:
-        by_lines, by_block = medians(lines, block, samples, target)
-        ratio = by_block / by_lines
-        verdict = ("pass" if ratio <= GOAL else "FAIL") if gated else "(info)"
+    kept_by_lines = len(pack(candidates, BUDGET))
+    kept_by_block = len(pack_block(candidates, BUDGET, directory).evidence)
+    print(
+        f"{RETRIEVED} items of 20-150 words (seed {SEED}), budget {BUDGET}: lines keeps "
+        f"{kept_by_lines}, block keeps {kept_by_block} (default counter); "
+        f"{samples} samples per side" + (" (quick mode)" if args.quick else "")
+    )
+    print()
+    width = max(len(label) for label, _, _ in rows)
+    goal = f"goal <= {GOAL}"
+    print(f"| {'call':<{width}} | lines µs | block µs | block / lines | {goal} |")
+    print(f"|{'-' * (width + 2)}|---------:|---------:|--------------:|{'-' * (len(goal) + 2)}|")
+    for label, (lines, block), gated in rows:
+        medians = measure({"lines": lines, "block": block}, samples, target)
+        ratio = medians["block"] / medians["lines"]
+        verdict = ("yes" if ratio <= GOAL else "NO") if gated else "info"
         print(
-            f"{label:<30} {by_lines * 1e6:>8.0f}us {by_block * 1e6:>8.0f}us "
-            f"{ratio:>7.2f}  {verdict}"
+            f"| {label:<{width}} | {medians['lines'] * 1e6:8.1f} | {medians['block'] * 1e6:8.1f} "
+            f"| {ratio:13.2f} | {verdict:<{len(goal)}} |"
         )
     return 0
 

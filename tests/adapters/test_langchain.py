@@ -46,6 +46,7 @@ def test_the_adapter_module_exports_are_pinned() -> None:
         "COUNTS_METADATA_KEY",
         "DIRECTORY_CONFIG_KEY",
         "RECALL_METADATA_KEY",
+        "context_room",
     ]
     assert adapter.BUDGET_CONFIG_KEY == "aizk_budget"
     assert adapter.DIRECTORY_CONFIG_KEY == "aizk_directory"

@@ -130,8 +130,13 @@ def only_node(out: list[NodeWithScore]) -> TextNode:
 # The framework contract
 
 
-def test_the_module_exports_the_postprocessor_its_event_and_reading_as() -> None:
-    assert adapter.__all__ == ["AizkEvidencePacked", "AizkEvidencePostprocessor", "reading_as"]
+def test_the_module_exports_the_postprocessor_its_event_chat_engine_and_reading_as() -> None:
+    assert adapter.__all__ == [
+        "AizkContextChatEngine",
+        "AizkEvidencePacked",
+        "AizkEvidencePostprocessor",
+        "reading_as",
+    ]
 
 
 def test_the_postprocessor_is_a_llama_index_node_postprocessor_with_its_own_class_name() -> None:
