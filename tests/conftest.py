@@ -18,6 +18,14 @@ from tests.golden import (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Let pytest-asyncio (which langchain-tests brings) run LangChain's standard suite's async
+    tests as they are written, unmarked. Set here rather than in the ini file, where it would be
+    an unknown option, under `--strict-config`, wherever the plugin is absent; nothing else in
+    the suite is a coroutine."""
+    config.option.asyncio_mode = "auto"
+
+
 @pytest.fixture
 def seed_directory() -> ScopeDirectory:
     return ScopeDirectory.for_caller(
