@@ -36,6 +36,7 @@ import re
 MAX_NESTING = 6
 """How many lists and block quotes an evidence text may nest; deeper markers are escaped."""
 
+
 def might_reach_out(text: str) -> bool:
     """Whether a text holds anything that could reach outside its item.
 

@@ -19,7 +19,7 @@ from hashlib import sha1
 from typing import Any, TypeVar
 from uuid import NAMESPACE_URL, uuid5
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from aizk_integrations._errors import ItemError, naming_items, quoted
 from aizk_integrations._packing import Packing
@@ -30,6 +30,7 @@ from aizk_integrations._settings import PackingSettings
 from aizk_integrations.counters import counter_from_llama_index
 
 try:
+    from llama_index.core.base.base_retriever import BaseRetriever
     from llama_index.core.base.llms.types import ChatMessage, MessageRole
     from llama_index.core.chat_engine import ContextChatEngine
     from llama_index.core.chat_engine.utils import get_response_synthesizer
@@ -39,6 +40,7 @@ try:
     )
     from llama_index.core.instrumentation.events import BaseEvent
     from llama_index.core.llms import LLM
+    from llama_index.core.memory import BaseMemoryBlock
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.prompts import PromptTemplate
     from llama_index.core.prompts.default_prompt_selectors import (
@@ -70,6 +72,7 @@ __all__ = [
     "AizkContextChatEngine",
     "AizkEvidencePacked",
     "AizkEvidencePostprocessor",
+    "AizkMemoryBlock",
     "reading_as",
 ]
 
@@ -470,3 +473,66 @@ class AizkContextChatEngine(ContextChatEngine):
 def _user_turn(context_template: PromptTemplate) -> ChatMessage:
     """The latest user message: the context (as the template lays it out), then the question."""
     return ChatMessage(role=MessageRole.USER, content=context_template.template + "\n{query_str}")
+
+
+class AizkMemoryBlock(BaseMemoryBlock[str]):
+    """Recalled evidence as a memory block of LlamaIndex's `Memory`, for agents and chat.
+
+    On every read of the memory it retrieves for the latest user message from any retriever
+    and packs what came back with `evidence`, an `AizkEvidencePostprocessor` (the same settings
+    and code as in a query engine: budget, reader, counts), so the block the agent sees holds
+    only what the reader of the request may see: the one named by `reading_as` around the
+    agent's run, else `evidence.directory`. Build the memory with
+    `insert_method=InsertMethod.USER` to keep the block out of the system prompt.
+
+    The memory's token limit decides the rest: when the chat history and the memory's blocks
+    do not fit, it asks this block, by `priority`, to shrink, and the block packs the same
+    retrieval again within what is left, a shorter prefix in the same merit order.
+    """
+
+    name: str = Field(default="evidence", description="The block's name in the memory.")
+    priority: int = Field(
+        default=1, description="Truncation order in the memory (0: never truncated)."
+    )
+    accept_short_term_memory: bool = Field(
+        default=False, description="Evidence is recalled, not stored: no messages are taken."
+    )
+    retriever: BaseRetriever = Field(description="Retrieves, and ranks, for the latest message.")
+    evidence: AizkEvidencePostprocessor = Field(
+        default_factory=lambda: AizkEvidencePostprocessor(budget_covers="block"),
+        description="Packs what was retrieved; its budget is the block's most.",
+    )
+    _recalled: dict[str, list[NodeWithScore]] = PrivateAttr(default_factory=dict)
+
+    async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
+        question = _latest_user_text(messages or [])
+        if not question.strip():
+            return ""
+        nodes = await self.retriever.aretrieve(question)
+        packed = await self.evidence.apostprocess_nodes(nodes, query_str=question)
+        if not packed:
+            return ""
+        block = packed[0].node.get_content()
+        self._recalled = {block: nodes}  # what `atruncate` packs again, for this block only
+        return block
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        """Nothing to store: the evidence comes from the retriever."""
+
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
+        """The same retrieval packed again, `tokens_to_truncate` tokens shorter."""
+        nodes = self._recalled.get(content)
+        counter = self.evidence.token_counter or counter_from_llama_index(get_tokenizer())
+        budget = counter(content) - tokens_to_truncate
+        if nodes is None or budget < 1:
+            return None
+        smaller = self.evidence.model_copy(update={"budget": min(budget, self.evidence.budget)})
+        packed = await smaller.apostprocess_nodes(nodes)
+        return packed[0].node.get_content() if packed else None
+
+
+def _latest_user_text(messages: list[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role == MessageRole.USER:
+            return message.content or ""
+    return ""

@@ -1,0 +1,122 @@
+"""Agent memory for LangChain 1.x agents: recall through the packer before every model call.
+
+`AizkMemoryMiddleware` is middleware for `langchain.agents.create_agent`. Before each call to
+the model it takes the latest user message, retrieves for it from any LangChain retriever,
+packs what came back with an `AizkEvidenceCompressor` (the same settings and code as every
+other path: budget, reader, metadata keys, counts in the trace) and hands the model the block
+as a user message just before that one. The system prompt is left to the app's instructions,
+and the block lives only in the request: the agent's state keeps the conversation as it was,
+so each turn's block replaces the last instead of piling up.
+
+The reader comes from the request, fail-closed like the rest of the library: the agent's config
+(`config={"configurable": {"aizk_directory": reader}}`) or its runtime context (an
+`aizk_directory` key or attribute), else the compressor's own `directory`; with none, only
+evidence that names no scope is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations.langchain import (
+    DIRECTORY_CONFIG_KEY,
+    AizkEvidenceCompressor,
+    _current_config,
+)
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain_core.messages import AnyMessage, HumanMessage
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import RunnableConfig, patch_config
+except ImportError as error:
+    raise ImportError(
+        "aizk_integrations.langchain_agents needs LangChain's agents (the langchain package); "
+        f'install it with pip install "aizk-integrations[langchain-agents]" ({error})'
+    ) from error
+
+__all__ = ["AizkMemoryMiddleware"]
+
+MEMORY_MESSAGE_NAME = "aizk_evidence"
+"""The `name` of the user message that carries the block, so it can be told from the user's own."""
+
+
+class AizkMemoryMiddleware(AgentMiddleware):
+    """Recalled evidence next to the latest user message, on every model call of an agent."""
+
+    def __init__(
+        self, retriever: BaseRetriever, compressor: AizkEvidenceCompressor | None = None
+    ) -> None:
+        super().__init__()
+        self.retriever = retriever
+        self.compressor = compressor if compressor is not None else AizkEvidenceCompressor()
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        question, config = self._question_and_config(request)
+        if question is None:
+            return handler(request)
+        documents = self.retriever.invoke(question, config)
+        return handler(self._with_evidence(request, documents, config))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        question, config = self._question_and_config(request)
+        if question is None:
+            return await handler(request)
+        documents = await self.retriever.ainvoke(question, config)
+        return await handler(self._with_evidence(request, documents, config))
+
+    def _question_and_config(self, request: ModelRequest[Any]) -> tuple[str | None, RunnableConfig]:
+        """The latest user message's text, and the request's config with its reader in it."""
+        config = _current_config()
+        configurable = dict(config.get("configurable") or {})
+        if DIRECTORY_CONFIG_KEY not in configurable:
+            reader = _reader_in(getattr(request.runtime, "context", None))
+            if reader is not None:
+                configurable[DIRECTORY_CONFIG_KEY] = reader
+        config = patch_config(config, configurable=configurable)
+        latest = _latest_user_message(request.messages)
+        return (None if latest is None else latest.text), config
+
+    def _with_evidence(
+        self, request: ModelRequest[Any], documents: list[Any], config: RunnableConfig
+    ) -> ModelRequest[Any]:
+        """The request with the block as a user message right before the latest one."""
+        block = self.compressor._pack_documents(documents, config).block()
+        if not block:
+            return request
+        messages = list(request.messages)
+        latest = _latest_user_message(messages)
+        at = next(i for i in range(len(messages) - 1, -1, -1) if messages[i] is latest)
+        messages.insert(at, HumanMessage(content=block, name=MEMORY_MESSAGE_NAME))
+        return request.override(messages=messages)
+
+
+def _latest_user_message(messages: list[AnyMessage]) -> HumanMessage | None:
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage) and message.name != MEMORY_MESSAGE_NAME:
+            return message
+    return None
+
+
+def _reader_in(context: object) -> ScopeDirectory | None:
+    """The reader an agent's runtime context names, under `aizk_directory`, if any."""
+    if isinstance(context, Mapping):
+        found = context.get(DIRECTORY_CONFIG_KEY)
+    else:
+        found = getattr(context, DIRECTORY_CONFIG_KEY, None)
+    if found is not None and not isinstance(found, ScopeDirectory):
+        raise TypeError(
+            f"the agent's context {DIRECTORY_CONFIG_KEY!r} must be a ScopeDirectory (a request "
+            f"may switch readers but not switch authorization off), not {type(found).__name__}"
+        )
+    return found
