@@ -9,9 +9,10 @@ metadata and its text.
 from __future__ import annotations
 
 import logging
+import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -167,6 +168,22 @@ class PackingSettings(BaseModel):
         pricing = pricing_for(self.budget_covers, counter)
         packing = cut(reading, self.budget if budget is None else budget, pricing)
         return packing._replace(withheld=tuple(reading.withheld), total=len(items))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # LlamaIndex's own version deletes what it cannot pickle from the live object's
+        # attributes, breaking the original and silently changing the copy; pickle's own error
+        # for a lambda names no setting. Pickle a copy of the state instead, and say plainly
+        # when the token counter is what cannot be pickled.
+        try:
+            pickle.dumps(self.token_counter)
+        except Exception as error:
+            raise TypeError(
+                f"this {type(self).__name__}'s token_counter "
+                f"({type(self.token_counter).__name__}) cannot be pickled; use a counter from "
+                "aizk_integrations.counters or a module-level function"
+            ) from error
+        state = BaseModel.__getstate__(self)
+        return {**state, "__dict__": dict(state["__dict__"])}
 
     def _report(self, packing: Packing, logger: logging.Logger, per_request: str) -> None:
         """Log the cut table at DEBUG, and say at WARNING why evidence was withheld, if it matters.

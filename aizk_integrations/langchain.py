@@ -210,13 +210,15 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         """Run the shared packer over `documents`, as a traced run of its own when traced.
 
         The run is named after the compressor and its outputs are the counts, so a trace shows
-        why a block is empty or short even when nothing is returned. Untraced calls (no
-        callbacks anywhere) skip it.
+        why a block is empty or short even when nothing is returned. LangChain decides whether
+        a call is traced (callbacks passed or in the config, LangSmith switched on by
+        environment variables, `tracing_v2_enabled` or `collect_runs` around the call); a call
+        nothing would see skips the run.
         """
         handlers = callbacks if callbacks is not None else config.get("callbacks")
-        if not handlers:
-            return self._packed(documents, config)
         manager = CallbackManager.configure(inheritable_callbacks=handlers)
+        if not manager.handlers:
+            return self._packed(documents, config)
         count = len(documents) if isinstance(documents, Sequence) else None
         run = manager.on_chain_start(
             None, {"documents": count}, name=type(self).__name__, run_type="parser"

@@ -3,15 +3,14 @@
 Put `AizkEvidencePostprocessor` last in `node_postprocessors`, after any reranker: it reads the
 nodes in the order it is given, withholds what the reader may not see, keeps the longest prefix
 that fits the budget and replaces the list with a single node whose text is the markdown block.
-Settings and rules are the shared ones in `aizk_integrations.packer`, so this adapter and the
-LangChain one behave the same.
+Its settings and rules are the ones the LangChain adapter has, written once, so the two behave
+the same.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-import pickle
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -19,7 +18,7 @@ from hashlib import sha1
 from typing import Any, TypeVar
 from uuid import NAMESPACE_URL, uuid5
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from aizk_integrations._errors import ItemError, naming_items, quoted
 from aizk_integrations._packing import Packing
@@ -277,9 +276,8 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         ]
         metadata.update((key, source.metadata[key]) for key in citations)
         relationships = {
-            kind: RelatedNodeInfo(node_id=info.node_id, node_type=info.node_type, hash=info.hash)
+            kind: [_bare(each) for each in info] if isinstance(info, list) else _bare(info)
             for kind, info in source.relationships.items()
-            if isinstance(info, RelatedNodeInfo)
         }
         node = TextNode(
             id_=source.node_id,
@@ -313,21 +311,6 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
                 return 0
             room.append(splitter.chunk_size)
         return min(room)
-
-    def __getstate__(self) -> dict[str, Any]:
-        # LlamaIndex's own version deletes what it cannot pickle from the live object's
-        # attributes, breaking the original and silently changing the copy. Pickle a copy of
-        # the state instead, and say plainly when the token counter cannot be pickled.
-        try:
-            pickle.dumps(self.token_counter)
-        except Exception as error:
-            raise TypeError(
-                f"this postprocessor's token_counter ({type(self.token_counter).__name__}) "
-                "cannot be pickled; use a counter from aizk_integrations.counters or a "
-                "module-level function"
-            ) from error
-        state = BaseModel.__getstate__(self)
-        return {**state, "__dict__": dict(state["__dict__"])}
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """The settings as a dict; a token counter, being code, is marked rather than written."""
@@ -385,6 +368,11 @@ def _text_of(scored: NodeWithScore, position: int) -> object:
             "(give the node text, or filter media nodes out before this postprocessor)",
         )
     return text
+
+
+def _bare(info: RelatedNodeInfo) -> RelatedNodeInfo:
+    """Where a node came from, without the related node's metadata (which may name scopes)."""
+    return RelatedNodeInfo(node_id=info.node_id, node_type=info.node_type, hash=info.hash)
 
 
 def _carries_media(node: BaseNode) -> bool:

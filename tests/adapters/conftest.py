@@ -30,4 +30,3 @@ def llama_index_event_loop() -> Iterator[None]:
             return
     loop.close()
     policy.set_event_loop(None)
-

@@ -8,6 +8,9 @@ recording what each model call received.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -276,3 +279,16 @@ def test_the_block_shares_the_postprocessors_settings() -> None:
 def test_nothing_to_recall_for_gives_no_block(question: str) -> None:
     block = AizkMemoryBlock(retriever=notes_index().as_retriever())
     assert asyncio.run(block.aget([ChatMessage(role=MessageRole.USER, content=question)])) == ""
+
+
+def test_importing_the_middleware_without_langchain_agents_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in list(sys.modules):
+        if name == "langchain" or name.startswith("langchain."):
+            monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "aizk_integrations.langchain_agents")
+    with pytest.raises(
+        ImportError, match=re.escape('pip install "aizk-integrations[langchain-agents]"')
+    ):
+        importlib.import_module("aizk_integrations.langchain_agents")

@@ -41,7 +41,6 @@ from llama_index_instrumentation import get_dispatcher
 from llama_index_instrumentation.span_handlers.base import BaseSpanHandler
 from pydantic import Field
 
-import aizk_integrations.llama_index as adapter
 from aizk_integrations import EvidenceError, Scope, ScopeDirectory
 from aizk_integrations.llama_index import AizkEvidencePostprocessor
 
@@ -128,15 +127,6 @@ def only_node(out: list[NodeWithScore]) -> TextNode:
 
 
 # The framework contract
-
-
-def test_the_module_exports_the_postprocessor_its_event_chat_engine_and_reading_as() -> None:
-    assert adapter.__all__ == [
-        "AizkContextChatEngine",
-        "AizkEvidencePacked",
-        "AizkEvidencePostprocessor",
-        "reading_as",
-    ]
 
 
 def test_the_postprocessor_is_a_llama_index_node_postprocessor_with_its_own_class_name() -> None:

@@ -7,8 +7,11 @@ or a heading inside a code block, is what GitHub would show, not what a pattern 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
+import logging
 import re
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
@@ -22,12 +25,17 @@ DOCS = ROOT / "docs"
 PUBLIC_MODULES = (
     "aizk_integrations",
     "aizk_integrations.langchain",
+    "aizk_integrations.langchain_agents",
     "aizk_integrations.llama_index",
     "aizk_integrations.counters",
 )
 """The modules a user imports from; every other module of the package is private."""
 OUTPUT_INTRO = "It prints:"
 """The sentence that puts a snippet's exact output in the ```text block after it."""
+LOG_INTRO = "and logs:"
+"""The words that put the warnings a snippet logs in the ```text block after its output."""
+LOGGER = "aizk_integrations"
+"""The package's loggers, whose warnings a page may quote."""
 
 
 @dataclass(frozen=True)
@@ -89,17 +97,38 @@ def shown_outputs() -> list[tuple[Block, Block]]:
 
     The pair is a python block, the sentence "It prints:" alone, then a text block.
     """
-    paired = []
+    return [(snippet, shown) for page in pages() for snippet, shown in _introduced(page)]
+
+
+def logged_outputs() -> list[tuple[Block, Block]]:
+    """Each python snippet paired with the ```text block of the warnings a page says it logs.
+
+    After the snippet and what it prints come the words "and logs:" alone, then a text block
+    holding the messages, one a line.
+    """
+    logged = []
     for page in pages():
-        lines = page.read_text(encoding="utf-8").splitlines()
-        page_blocks = blocks(page)
-        for snippet, shown in pairwise(page_blocks):
-            if (snippet.language, shown.language) != ("python", "text"):
-                continue
-            between = "\n".join(lines[snippet.end : shown.line - 1]).strip()
-            if between == OUTPUT_INTRO:
-                paired.append((snippet, shown))
-    return paired
+        shown = dict(_introduced(page))
+        for snippet, output in shown.items():
+            following = [block for block in blocks(page) if block.line > output.end]
+            if following and _between(page, output, following[0]) == LOG_INTRO:
+                logged.append((snippet, following[0]))
+    return logged
+
+
+def _introduced(page: Path) -> list[tuple[Block, Block]]:
+    return [
+        (snippet, shown)
+        for snippet, shown in pairwise(blocks(page))
+        if (snippet.language, shown.language) == ("python", "text")
+        and _between(page, snippet, shown) == OUTPUT_INTRO
+    ]
+
+
+def _between(page: Path, before: Block, after: Block) -> str:
+    """The page's text between two blocks, stripped."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    return "\n".join(lines[before.end : after.line - 1]).strip()
 
 
 def links(page: Path) -> list[str]:
@@ -130,14 +159,57 @@ def slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-@cache
 def printed_by(block: Block) -> str:
-    """What a python snippet prints when run as a script from the repository root.
+    """What a python snippet prints when run as a script from the repository root."""
+    return _run(block)[0]
+
+
+def logged_by(block: Block) -> list[str]:
+    """The warnings (and worse) a python snippet logs on the package's loggers, in order."""
+    return _run(block)[1]
+
+
+class _Messages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@cache
+def _run(block: Block) -> tuple[str, list[str]]:
+    """What a python snippet prints and logs when run as a script from the repository root.
 
     Run in this process, once per session however many tests read it: importing LangChain and
-    LlamaIndex costs seconds per interpreter.
+    LlamaIndex costs seconds per interpreter. Warnings are filtered as a script's are (Python's
+    default filters), except that any warning a script would show is an error: so a snippet that
+    calls a deprecated API fails, while a framework's own use of one, which its user never sees,
+    does not.
     """
     output = io.StringIO()
-    with contextlib.chdir(ROOT), contextlib.redirect_stdout(output):
-        exec(compile(block.code, block.name, "exec"), {"__name__": "__main__"})
-    return output.getvalue()
+    logged = _Messages()
+    logger = logging.getLogger(LOGGER)
+    logger.addHandler(logged)
+    try:
+        with (
+            contextlib.chdir(ROOT),
+            contextlib.redirect_stdout(output),
+            warnings.catch_warnings(),
+        ):
+            warnings.resetwarnings()
+            warnings.simplefilter("error")
+            hidden = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+            for category in hidden:
+                warnings.filterwarnings("ignore", category=category)
+            warnings.filterwarnings("error", category=DeprecationWarning, module="__main__")
+            namespace = {"__name__": "__main__"}
+            exec(compile(block.code, block.name, "exec"), namespace)
+            # The script ends here: what it leaves open (LlamaIndex's default chat memory holds
+            # a SQLite connection) is collected under a script's filters, as at interpreter exit.
+            namespace.clear()
+            gc.collect()
+    finally:
+        logger.removeHandler(logged)
+    return output.getvalue(), logged.messages

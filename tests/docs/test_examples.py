@@ -86,3 +86,28 @@ def test_the_llama_index_example_prints_each_readers_block() -> None:
     assert "`garden-share` Rooftop garden rota" in anas
     assert "retrieval-team" not in anas
     assert sams.count(BOUNDARY) == 1
+
+
+@pytest.mark.parametrize(
+    ("script", "evidence_heading"),
+    [
+        ("langchain_agent.py", "the evidence {reader}'s last turn gave the model"),
+        ("llama_index_agent_memory.py", "{reader}'s last turn as the LLM read it"),
+    ],
+)
+def test_each_agent_example_gives_every_turn_one_block_of_only_that_readers_scopes(
+    script: str, evidence_heading: str
+) -> None:
+    output = run_example(script)
+    sams, anas = output.split("######## ana, turn 1")
+    for reader, part, own, other in [
+        ("sam", sams, {"retrieval-team", "book-club"}, "garden-share"),
+        ("ana", anas, {"garden-share", "book-club"}, "retrieval-team"),
+    ]:
+        turns, evidence = part.split(f"######## {evidence_heading.format(reader=reader)}")
+        assert turns.count(" what the ") == 2
+        assert f"(answer 1 for {reader})" in turns  # the second turn carries the history
+        assert evidence.count(BOUNDARY) == 1
+        assert scope_names(evidence)
+        assert scope_names(evidence) <= own
+        assert other not in part

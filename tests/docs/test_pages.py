@@ -17,6 +17,8 @@ from tests.docs.pages import (
     anchors,
     blocks,
     links,
+    logged_by,
+    logged_outputs,
     pages,
     printed_by,
     python_blocks,
@@ -41,6 +43,15 @@ def test_a_snippet_shown_with_its_output_prints_exactly_that_output(
     snippet: Block, shown: Block
 ) -> None:
     assert printed_by(snippet) == shown.code
+
+
+@pytest.mark.parametrize(
+    ("snippet", "logged"), logged_outputs(), ids=[snippet.name for snippet, _ in logged_outputs()]
+)
+def test_a_snippet_shown_with_its_warnings_logs_exactly_those_warnings(
+    snippet: Block, logged: Block
+) -> None:
+    assert logged_by(snippet) == logged.code.splitlines()
 
 
 def test_the_budgets_page_pins_what_the_two_budget_modes_print() -> None:

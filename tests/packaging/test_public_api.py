@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import aizk_integrations
 
@@ -29,9 +32,34 @@ def test_the_public_names_are_pinned() -> None:
         assert getattr(aizk_integrations, name) is not None
 
 
+def test_the_adapter_modules_export_what_the_docs_name() -> None:
+    from aizk_integrations import counters, langchain, langchain_agents, llama_index
+
+    assert langchain.__all__ == [
+        "BUDGET_CONFIG_KEY",
+        "COUNTS_METADATA_KEY",
+        "DIRECTORY_CONFIG_KEY",
+        "RECALL_METADATA_KEY",
+        "AizkEvidenceCompressor",
+        "AizkEvidenceRetriever",
+        "context_room",
+    ]
+    assert langchain_agents.__all__ == ["AizkMemoryMiddleware"]
+    assert llama_index.__all__ == [
+        "AizkContextChatEngine",
+        "AizkEvidencePacked",
+        "AizkEvidencePostprocessor",
+        "AizkMemoryBlock",
+        "reading_as",
+    ]
+    for module in (counters, langchain, langchain_agents, llama_index):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, (module.__name__, name)
+
+
 def test_every_module_but_the_public_ones_is_private() -> None:
     package = Path(aizk_integrations.__file__).parent
-    public = {"__init__", "counters", "langchain", "llama_index"}
+    public = {"__init__", "counters", "langchain", "langchain_agents", "llama_index"}
     modules = {path.stem for path in package.glob("*.py")}
     assert public <= modules
     assert {name for name in modules - public if not name.startswith("_")} == set()
@@ -64,9 +92,34 @@ def test_importing_the_core_loads_no_framework() -> None:
     probe = (
         "import sys, aizk_integrations;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'langchain_core', 'langchain_classic', 'llama_index'}))"
+        "{'langchain', 'langchain_core', 'langchain_classic', 'langgraph', 'llama_index'}))"
     )
     completed = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert completed.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("module", "allowed"),
+    [
+        ("aizk_integrations.langchain", {"langchain_core"}),
+        ("aizk_integrations.llama_index", {"llama_index"}),
+        ("aizk_integrations.langchain_agents", {"langchain_core", "langchain", "langgraph"}),
+    ],
+)
+def test_each_adapter_loads_only_the_frameworks_its_extra_installs(
+    module: str, allowed: set[str]
+) -> None:
+    frameworks = {"langchain", "langchain_core", "langchain_classic", "langgraph", "llama_index"}
+    probe = (
+        f"import sys, {module};"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set("
+        f"{sorted(frameworks)!r})))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    loaded = set(ast.literal_eval(completed.stdout.strip()))
+    assert loaded <= allowed, loaded - allowed
+    assert loaded, f"{module} loaded no framework at all"
