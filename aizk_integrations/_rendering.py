@@ -53,7 +53,7 @@ def indent_lines(text: str) -> str:
     contain, no blank line) is a single join.
     """
     lines = text.splitlines()
-    if might_reach_out(text):
+    if might_reach_out(text, lines):
         lines = contain(lines)
     if "" in lines:
         while lines and not lines[-1]:

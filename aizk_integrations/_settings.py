@@ -186,20 +186,22 @@ class PackingSettings(BaseModel):
         return {**state, "__dict__": dict(state["__dict__"])}
 
     def _report(self, packing: Packing, logger: logging.Logger, per_request: str) -> None:
-        """Log the cut table at DEBUG, and say at WARNING why evidence was withheld, if it matters.
+        """Log the cut table at DEBUG, and say at WARNING why evidence is missing, if it matters.
 
         `per_request` tells a user of this adapter how to name a call's reader. Evidence held
         back for want of a reader is always worth a warning (it is the fail-closed default at
-        work); otherwise only a call that kept nothing because everything was withheld is.
+        work); otherwise only a call that read items and kept none is, with the reason that
+        applies: the budget, when the first item the reader may see did not fit it, or else
+        the rule that withheld everything.
         """
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("aizk evidence cut:\n%s", packing.table())
-        if packing.withheld and logger.isEnabledFor(logging.WARNING):
-            message = self._withheld_message(packing, per_request)
+        if (packing.withheld or packing.steps) and logger.isEnabledFor(logging.WARNING):
+            message = self._missing_message(packing, per_request)
             if message:
                 logger.warning("%s", message)
 
-    def _withheld_message(self, packing: Packing, per_request: str) -> str | None:
+    def _missing_message(self, packing: Packing, per_request: str) -> str | None:
         reasons = Counter(reason for _, reason in packing.withheld)
         advice = []
         if reasons[Withheld.NO_READER]:
@@ -210,15 +212,25 @@ class PackingSettings(BaseModel):
             )
         elif packing.kept:
             return None
-        if not packing.kept and reasons[Withheld.UNSCOPED]:
-            advice.append(
-                f"{reasons[Withheld.UNSCOPED]} name no scope under the metadata key "
-                f"{self.scopes_key!r}: put their scope ids there, or set allow_unscoped=True"
-            )
-        if not packing.kept and reasons[Withheld.NOT_PERMITTED]:
-            advice.append(
-                f"{reasons[Withheld.NOT_PERMITTED]} name a scope outside the reader's directory"
-            )
+        if not packing.kept and packing.steps:
+            if packing.budget:  # 0 is a room of none, which the caller was already told of
+                first = packing.steps[0]
+                advice.append(
+                    f"the first item the reader may see needs {first.running} tokens, over "
+                    f"the budget of {packing.budget}: raise the budget or shorten the evidence"
+                )
+        elif not packing.kept:
+            if reasons[Withheld.UNSCOPED]:
+                advice.append(
+                    f"{reasons[Withheld.UNSCOPED]} name no scope under the metadata key "
+                    f"{self.scopes_key!r}: put their scope ids there, or set allow_unscoped=True"
+                )
+            if reasons[Withheld.NOT_PERMITTED]:
+                advice.append(
+                    f"{reasons[Withheld.NOT_PERMITTED]} name a scope outside the reader's directory"
+                )
+        if not advice:
+            return None
         read = len(packing.steps) + len(packing.withheld)
         return (
             f"aizk withheld {len(packing.withheld)} of the {read} items read and kept "

@@ -62,6 +62,7 @@ __all__ = [
     "COUNTS_METADATA_KEY",
     "DIRECTORY_CONFIG_KEY",
     "RECALL_METADATA_KEY",
+    "ROOM_CONFIG_KEY",
     "AizkEvidenceCompressor",
     "AizkEvidenceRetriever",
     "context_room",
@@ -74,6 +75,10 @@ BUDGET_CONFIG_KEY: Final = "aizk_budget"
 
 DIRECTORY_CONFIG_KEY: Final = "aizk_directory"
 """`configurable` key: this request's reader, a `ScopeDirectory`."""
+
+ROOM_CONFIG_KEY: Final = "aizk_room"
+"""`configurable` key: the tokens the model's window leaves for the block (`context_room`); the
+request packs to the smaller of this and its budget, and 0 keeps nothing."""
 
 RECALL_METADATA_KEY: Final = "aizk_recall"
 """Metadata key of the block `Document` holding the public `RecallResult` JSON."""
@@ -96,9 +101,20 @@ CONFIG_SPECS: Final = (
         description="This request's token budget, from 1 to the packer's max_budget.",
         default=None,
     ),
+    ConfigurableFieldSpec(
+        id=ROOM_CONFIG_KEY,
+        annotation=int,
+        name="aizk room",
+        description=(
+            "The tokens the model's window leaves for the block (context_room): the request "
+            "packs to at most this, 0 keeping nothing."
+        ),
+        default=None,
+    ),
 )
 """The per-request settings, as LangChain's `config_specs` list them."""
 
+_KNOWN = frozenset(spec.id for spec in CONFIG_SPECS)
 _KNOWN_KEYS = ", ".join(repr(spec.id) for spec in CONFIG_SPECS)
 _PER_REQUEST = (
     f"pass this request's reader as config={{'configurable': {{{DIRECTORY_CONFIG_KEY!r}: "
@@ -192,6 +208,8 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         `config={"configurable": {...}}`:
 
         * `"aizk_budget"` (`BUDGET_CONFIG_KEY`): an int from 1 to `max_budget`;
+        * `"aizk_room"` (`ROOM_CONFIG_KEY`): what `context_room` gives, an int >= 0; the call
+          packs to the smaller of it and the budget;
         * `"aizk_directory"` (`DIRECTORY_CONFIG_KEY`): a `ScopeDirectory`, the reader of this call.
 
         A call can switch readers but never switch authorization off, so the directory key takes
@@ -250,7 +268,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         """Read and check a request's `configurable` settings; absent keys mean "as built"."""
         configurable: Mapping[str, Any] = config.get("configurable") or {}
         for key in configurable:
-            if key.startswith("aizk_") and key not in (BUDGET_CONFIG_KEY, DIRECTORY_CONFIG_KEY):
+            if key.startswith("aizk_") and key not in _KNOWN:
                 raise ValueError(
                     f"configurable {quoted(key)} is not an aizk setting; known keys: {_KNOWN_KEYS}"
                 )
@@ -260,6 +278,16 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
                 budget = self._call_budget(budget)
             except (TypeError, ValueError) as error:
                 raise type(error)(f"configurable {BUDGET_CONFIG_KEY!r}: {error}") from None
+        room = configurable.get(ROOM_CONFIG_KEY)
+        if room is not None:
+            # A ceiling the window sets, not a budget asked for: above max_budget it simply
+            # does not bind, and 0 (no room at all) keeps nothing.
+            if isinstance(room, bool) or not isinstance(room, int) or room < 0:
+                raise TypeError(
+                    f"configurable {ROOM_CONFIG_KEY!r} must be an int >= 0 (the tokens "
+                    f"context_room gives), not {quoted(room)}"
+                )
+            budget = min(self.budget if budget is None else budget, room)
         if DIRECTORY_CONFIG_KEY not in configurable:
             return budget, None
         directory = configurable[DIRECTORY_CONFIG_KEY]
@@ -376,16 +404,16 @@ def context_room(
     The model's input window (`window`, or its profile's `max_input_tokens`), less the prompt
     itself with every other value in place and an empty `{context}`, counted by the model, less
     `reserve` (for the answer, when the window counts it too). Pass the result as the request's
-    budget, with whole-block budgets counted by the same model, and the block fits the prompt
-    whole::
+    `aizk_room`, with whole-block budgets counted by the same model, and the block fits the
+    prompt whole: the request packs to the smaller of the room and the packer's budget::
 
         packer = AizkEvidenceCompressor(
             budget_covers="block", token_counter=counter_from_langchain(model)
         )
         room = context_room(model, prompt, question=question)
-        chain.invoke(question, config={"configurable": {"aizk_budget": room}})
+        chain.invoke(question, config={"configurable": {"aizk_room": room}})
 
-    A prompt that leaves no room gives 0, with a WARNING: no budget can fit a block there.
+    A prompt that leaves no room gives 0, with a WARNING: the request then keeps nothing.
     """
     profile = getattr(model, "profile", None) or {}
     limit = window if window is not None else profile.get("max_input_tokens")

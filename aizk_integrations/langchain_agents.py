@@ -27,7 +27,12 @@ from aizk_integrations.langchain import (
 )
 
 try:
-    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain.agents.middleware import (
+        AgentMiddleware,
+        AgentState,
+        ModelRequest,
+        ModelResponse,
+    )
     from langchain_core.messages import AnyMessage, HumanMessage
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.runnables import RunnableConfig, patch_config
@@ -43,7 +48,8 @@ MEMORY_MESSAGE_NAME = "aizk_evidence"
 """The `name` of the user message that carries the block, so it can be told from the user's own."""
 
 
-class AizkMemoryMiddleware(AgentMiddleware):
+class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    # Any context: the reader may come from whatever `context_schema` the agent declares.
     """Recalled evidence next to the latest user message, on every model call of an agent."""
 
     def __init__(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -133,7 +134,8 @@ _ENGINE_PROMPTS = (
 """The prompts LlamaIndex's response modes put the context into, with the padding each packs
 with: question-answering (simple_summarize, accumulate), tree-summarize, and the bigger of
 question-answering and refine with room for the answer (refine, and compact, the default)."""
-_COUNTER_MARK = "token_counter_not_serialized"
+_NOT_SERIALIZED = ("token_counter", "fit_to")
+"""Settings that hold live objects: `to_dict` marks them, `from_dict` needs them passed again."""
 _RECALL_KEY = "aizk_recall"
 _COUNTS_KEY = "aizk_counts"
 _BLOCK_ID_NAMESPACE = uuid5(NAMESPACE_URL, "aizk://integrations/llama-index/evidence-block")
@@ -313,25 +315,30 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         return min(room)
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        """The settings as a dict; a token counter, being code, is marked rather than written."""
+        """The settings as a dict; a token counter or a `fit_to` LLM, being live objects, is
+        marked rather than written."""
         data = super().to_dict(**kwargs)
-        if self.token_counter is not None:
-            data[_COUNTER_MARK] = True
+        for name in _NOT_SERIALIZED:
+            if getattr(self, name) is not None:
+                data[f"{name}_not_serialized"] = True
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> AizkEvidencePostprocessor:
-        """Rebuild from `to_dict`; a postprocessor that had a token counter needs it again.
+        """Rebuild from `to_dict`; a postprocessor that had a token counter or a `fit_to` LLM
+        needs it again.
 
-        Restoring it without one would count differently without a word, so it is an error.
+        Restoring it without one would count differently, or stop fitting the model's window,
+        without a word, so it is an error.
         """
         data = dict(data)
-        if data.pop(_COUNTER_MARK, False) and kwargs.get("token_counter") is None:
-            raise ValueError(
-                "this postprocessor was saved with a token_counter, which is code and is not "
-                "serialized; pass it again: "
-                "AizkEvidencePostprocessor.from_dict(data, token_counter=...)"
-            )
+        for name in _NOT_SERIALIZED:
+            if data.pop(f"{name}_not_serialized", False) and kwargs.get(name) is None:
+                raise ValueError(
+                    f"this postprocessor was saved with a {name}, which is a live object and "
+                    f"is not serialized; pass it again: "
+                    f"AizkEvidencePostprocessor.from_dict(data, {name}=...)"
+                )
         restored: AizkEvidencePostprocessor = super().from_dict(data, **kwargs)
         return restored
 
@@ -490,7 +497,9 @@ class AizkMemoryBlock(BaseMemoryBlock[str]):
         default_factory=lambda: AizkEvidencePostprocessor(budget_covers="block"),
         description="Packs what was retrieved; its budget is the block's most.",
     )
-    _recalled: dict[str, list[NodeWithScore]] = PrivateAttr(default_factory=dict)
+    _recalled: OrderedDict[str, list[NodeWithScore]] = PrivateAttr(default_factory=OrderedDict)
+    """The retrievals behind the latest blocks, by block, for `atruncate`: a few, so one block
+    shared by concurrent sessions still finds each session's."""
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         question = _latest_user_text(messages or [])
@@ -501,7 +510,10 @@ class AizkMemoryBlock(BaseMemoryBlock[str]):
         if not packed:
             return ""
         block = packed[0].node.get_content()
-        self._recalled = {block: nodes}  # what `atruncate` packs again, for this block only
+        self._recalled[block] = nodes  # what `atruncate` packs again for this block
+        self._recalled.move_to_end(block)
+        while len(self._recalled) > _RECALLS_KEPT:
+            self._recalled.popitem(last=False)
         return block
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
@@ -514,9 +526,16 @@ class AizkMemoryBlock(BaseMemoryBlock[str]):
         budget = counter(content) - tokens_to_truncate
         if nodes is None or budget < 1:
             return None
-        smaller = self.evidence.model_copy(update={"budget": min(budget, self.evidence.budget)})
+        # Packed again in the tokens the block was measured in, so it shrinks by what was asked.
+        smaller = self.evidence.model_copy(
+            update={"budget": min(budget, self.evidence.budget), "token_counter": counter}
+        )
         packed = await smaller.apostprocess_nodes(nodes)
         return packed[0].node.get_content() if packed else None
+
+
+_RECALLS_KEPT = 32
+"""How many recent retrievals a memory block keeps for shrinking their blocks."""
 
 
 def _latest_user_text(messages: list[ChatMessage]) -> str:

@@ -275,6 +275,38 @@ def test_the_block_shares_the_postprocessors_settings() -> None:
     assert "Ana" not in str(latest.content)
 
 
+def test_one_block_shared_by_two_sessions_shrinks_each_sessions_own_evidence() -> None:
+    notes = [
+        TextNode(text=f"{who}'s note {n}.", metadata={"scopes": [who.lower()]})
+        for who in ("Sam", "Ana")
+        for n in range(3)
+    ]
+    index = VectorStoreIndex(notes, embed_model=MockEmbedding(embed_dim=8))
+    block = AizkMemoryBlock(
+        retriever=index.as_retriever(similarity_top_k=6),
+        evidence=AizkEvidencePostprocessor(budget=4000, budget_covers="block"),
+    )
+    asked = [ChatMessage(role=MessageRole.USER, content="What is up?")]
+
+    async def shrunk_for(reader: ScopeDirectory, content: str) -> str | None:
+        with reading_as(reader):
+            return await block.atruncate(content, 1)
+
+    async def sessions() -> tuple[str, str, str | None, str | None]:
+        with reading_as(SAM):
+            sams = await block.aget(asked)
+        with reading_as(ANA):
+            anas = await block.aget(asked)  # another session, between Sam's read and shrink
+        return sams, anas, await shrunk_for(SAM, sams), await shrunk_for(ANA, anas)
+
+    sams, anas, sams_shrunk, anas_shrunk = asyncio.run(sessions())
+    for full, shrunk, other in ((sams, sams_shrunk, "Ana"), (anas, anas_shrunk, "Sam")):
+        assert full.count("'s note") == 3
+        assert shrunk is not None
+        assert shrunk.count("'s note") == 2  # a shorter prefix of the same retrieval
+        assert other not in shrunk
+
+
 @pytest.mark.parametrize("question", ["", "   "])
 def test_nothing_to_recall_for_gives_no_block(question: str) -> None:
     block = AizkMemoryBlock(retriever=notes_index().as_retriever())

@@ -140,7 +140,7 @@ def test_the_runnable_declares_documents_in_and_text_out() -> None:
     assert schema["type"] == "array"
     assert schema["items"]["$ref"].endswith("Document")
     assert step.get_output_jsonschema()["type"] == "string"
-    assert [spec.id for spec in step.config_specs] == ["aizk_directory", "aizk_budget"]
+    assert [spec.id for spec in step.config_specs] == ["aizk_directory", "aizk_budget", "aizk_room"]
 
 
 @pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
@@ -310,6 +310,26 @@ def test_one_warning_says_why_everything_was_withheld_and_how_to_fix_it(
     assert advice in record.getMessage()
     for text, _ in entries:
         assert str(text) not in record.getMessage()
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [("a long note of mine " * 20, {"scopes": "sam"})],
+        [("Ana's", {"scopes": "ana"}), ("a long note of mine " * 20, {"scopes": "sam"})],
+    ],
+    ids=["alone", "after a withheld one"],
+)
+def test_when_the_budget_is_why_nothing_was_kept_the_warning_says_so(
+    adapter: Adapter, caplog: pytest.LogCaptureFixture, entries: list[Entry]
+) -> None:
+    caplog.set_level(logging.WARNING, logger=adapter.logger)
+    assert adapter.run(entries, directory=SAM, budget=5).items == []
+    [record] = [r for r in caplog.records if r.name == adapter.logger]
+    message = record.getMessage()
+    assert "the first item the reader may see needs 101 tokens, over the budget of 5" in message
+    assert "outside the reader's directory" not in message  # not why nothing was kept
+    assert "long note" not in message
 
 
 def test_a_call_that_keeps_something_warns_only_about_a_missing_reader(

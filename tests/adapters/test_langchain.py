@@ -41,6 +41,7 @@ from aizk_integrations.langchain import AizkEvidenceCompressor
 def test_the_config_and_metadata_keys_are_the_documented_ones() -> None:
     assert adapter.BUDGET_CONFIG_KEY == "aizk_budget"
     assert adapter.DIRECTORY_CONFIG_KEY == "aizk_directory"
+    assert adapter.ROOM_CONFIG_KEY == "aizk_room"
     assert adapter.RECALL_METADATA_KEY == "aizk_recall"
     assert adapter.COUNTS_METADATA_KEY == "aizk_counts"
 

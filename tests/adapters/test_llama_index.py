@@ -402,6 +402,15 @@ def test_the_token_counter_is_not_serialized_and_is_passed_again_on_restore() ->
     )
 
 
+def test_the_fit_to_llm_is_not_serialized_and_is_passed_again_on_restore() -> None:
+    llm = MockLLM()
+    data = AizkEvidencePostprocessor(fit_to=llm, budget_covers="block").to_dict()
+    assert "fit_to" not in data
+    with pytest.raises(ValueError, match="saved with a fit_to, which is a live object"):
+        AizkEvidencePostprocessor.from_dict(data)  # no longer fitting the window, silently
+    assert AizkEvidencePostprocessor.from_dict(data, fit_to=llm).fit_to is llm
+
+
 def test_settings_cannot_be_changed_after_construction() -> None:
     shared = postprocessor()
     with pytest.raises(AttributeError, match="budget is fixed when the postprocessor is built"):

@@ -360,7 +360,11 @@ def test_concurrent_requests_through_one_chain_each_see_their_own_readers_eviden
 
 def test_our_retriever_lists_its_per_request_settings_the_langchain_way() -> None:
     wrapped = AizkEvidenceRetriever(base_retriever=retriever([Note("note-00", ())]))
-    assert [spec.id for spec in wrapped.config_specs] == ["aizk_directory", "aizk_budget"]
+    assert [spec.id for spec in wrapped.config_specs] == [
+        "aizk_directory",
+        "aizk_budget",
+        "aizk_room",
+    ]
 
 
 def mistyped(corpus: list[Note]) -> dict[str, Callable[[], object]]:

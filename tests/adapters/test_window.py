@@ -206,16 +206,33 @@ def test_the_room_a_chat_model_leaves_keeps_the_whole_prompt_within_its_window(
         | CHAT_PROMPT
         | model
     )
-    configurable = {"aizk_budget": room} if room else {}
-    config: RunnableConfig = {"callbacks": [recorder], "configurable": configurable}
-    if room == 0:
-        return  # no budget can fit: the caller skips the evidence (and was warned)
+    config: RunnableConfig = {"callbacks": [recorder], "configurable": {"aizk_room": room}}
     chain.invoke(question, config=config)
     [messages] = recorder.calls
     assert model.get_num_tokens_from_messages(messages) <= window
-    assert BOUNDARY in str(messages[1].content)  # the block is in the user turn, whole
     assert isinstance(messages[0], SystemMessage)
     assert BOUNDARY not in str(messages[0].content)
+    fits = packer.as_runnable().invoke(documents, config={"configurable": {"aizk_budget": 2048}})
+    if room >= counter_from_langchain(model)(fits):  # the whole block the packer's own budget gives
+        assert str(messages[1].content).startswith(fits)
+    elif room == 0:
+        assert BOUNDARY not in str(messages[1].content)  # no room: no evidence (and a warning)
+
+
+def test_a_room_above_max_budget_does_not_bind_and_0_keeps_nothing() -> None:
+    packer = AizkEvidenceCompressor(directory=SAM, max_budget=4096)
+    documents = [Document(node.text, metadata=dict(node.metadata)) for node in NOTES]
+    step = packer.as_runnable()
+    whole = step.invoke(documents)
+    assert step.invoke(documents, config={"configurable": {"aizk_room": 1_000_000}}) == whole
+    assert step.invoke(documents, config={"configurable": {"aizk_room": 0}}) == ""
+    packed = AizkEvidenceCompressor(directory=SAM, budget=10).as_runnable().invoke(documents)
+    assert step.invoke(documents, config={"configurable": {"aizk_room": 10}}) == packed
+    both = {"aizk_room": 10, "aizk_budget": 3000}
+    assert step.invoke(documents, config={"configurable": both}) == packed
+    for wrong in (-1, 2.5, True, "10"):
+        with pytest.raises(TypeError, match=r"configurable 'aizk_room' must be an int >= 0"):
+            step.invoke(documents, config={"configurable": {"aizk_room": wrong}})
 
 
 def test_a_prompt_that_fills_the_window_leaves_no_room_and_says_so(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from uuid import UUID, uuid5
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from jinja2 import Environment, StrictUndefined
 from langchain_core.documents import Document
@@ -67,6 +67,20 @@ texts = st.lists(
     max_size=8,
 ).map("".join)
 names = st.text(min_size=1, max_size=8).filter(is_scope_name)
+nesting_texts = st.lists(
+    st.tuples(
+        st.lists(
+            st.sampled_from(
+                [" ", "\t", "    ", "> ", ">", "- ", "* ", "+ ", "1. ", "2) ", "123. "]
+            ),
+            max_size=9,
+        ),
+        st.sampled_from(["x", "-x", "9", "<b>", "]:", "```", "~~~", ""]),
+    ).map(lambda line: "".join(line[0]) + line[1]),
+    max_size=4,
+).map("\n".join)
+"""Texts made of indentation, list and quote markers: where the quick look must not miss a
+nesting the full containment would escape."""
 
 REFERENCE_TEMPLATE = """\
 {% if shared_scopes %}
@@ -150,7 +164,10 @@ def macro_markdown(result: RecallResult) -> str:
     return str(_macros.block(scope_lines, items))
 
 
-@given(texts)
+@given(texts | nesting_texts)
+@example("\t\t\t\t- four tabs are eight levels deep")
+@example("prose\n        - - - eight spaces and three markers")
+@example("prose\n1. 2. 3. 4. 5. 6. 7. seven markers")
 def test_indent_lines_matches_the_line_by_line_reference(text: str) -> None:
     assert indent_lines(text) == reference_indent_lines(text)
 

@@ -40,6 +40,7 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "COUNTS_METADATA_KEY",
         "DIRECTORY_CONFIG_KEY",
         "RECALL_METADATA_KEY",
+        "ROOM_CONFIG_KEY",
         "AizkEvidenceCompressor",
         "AizkEvidenceRetriever",
         "context_room",
