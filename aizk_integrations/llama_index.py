@@ -32,7 +32,8 @@ from aizk_integrations.counters import counter_from_llama_index
 try:
     from llama_index.core.base.base_retriever import BaseRetriever
     from llama_index.core.base.llms.types import ChatMessage, MessageRole
-    from llama_index.core.chat_engine import ContextChatEngine
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.chat_engine import CondensePlusContextChatEngine, ContextChatEngine
     from llama_index.core.chat_engine.utils import get_response_synthesizer
     from llama_index.core.indices.prompt_helper import DEFAULT_PADDING, PromptHelper
     from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # the
@@ -69,6 +70,7 @@ except ImportError as error:
     ) from error
 
 __all__ = [
+    "AizkCondensePlusContextChatEngine",
     "AizkContextChatEngine",
     "AizkEvidencePacked",
     "AizkEvidencePostprocessor",
@@ -451,18 +453,63 @@ class AizkContextChatEngine(ContextChatEngine):
     def _get_response_synthesizer(
         self, chat_history: list[ChatMessage], streaming: bool = False
     ) -> CompactAndRefine:
-        instructions = self._prefix_messages
-        qa = self._context_template
-        refine = self._context_refine_template
-        return get_response_synthesizer(
+        return _context_in_user_turn(
             self._llm,
             self.callback_manager,
-            [*instructions, *chat_history, _user_turn(qa)],
-            [*instructions, *chat_history, _user_turn(refine)],
+            self._prefix_messages,
+            chat_history,
+            (self._context_template, self._context_refine_template),
             streaming,
-            qa_function_mappings=qa.function_mappings,
-            refine_function_mappings=refine.function_mappings,
         )
+
+
+class AizkCondensePlusContextChatEngine(CondensePlusContextChatEngine):
+    """LlamaIndex's condense-plus-context chat engine, with the retrieved context in the user's
+    turn.
+
+    Like `AizkContextChatEngine`: the system message keeps only `system_prompt`, and the
+    context, laid out by `context_prompt`, heads the latest user message, followed by the
+    (condensed) question. Built like its parent, with `from_defaults`.
+    """
+
+    def _get_response_synthesizer(
+        self, chat_history: list[ChatMessage], streaming: bool = False
+    ) -> CompactAndRefine:
+        instructions = []
+        if self._system_prompt:
+            role = self._llm.metadata.system_role
+            instructions.append(ChatMessage(role=role, content=self._system_prompt))
+        return _context_in_user_turn(
+            self._llm,
+            self.callback_manager,
+            instructions,
+            chat_history,
+            (self._context_prompt_template, self._context_refine_prompt_template),
+            streaming,
+        )
+
+
+def _context_in_user_turn(
+    llm: LLM,
+    callback_manager: CallbackManager,
+    instructions: list[ChatMessage],
+    chat_history: list[ChatMessage],
+    templates: tuple[PromptTemplate, PromptTemplate],
+    streaming: bool,
+) -> CompactAndRefine:
+    """The synthesizer a context chat engine answers with: its instructions, the history, then
+    one user turn holding the context (as the engine's template lays it out) and the question.
+    """
+    qa, refine = templates
+    return get_response_synthesizer(
+        llm,
+        callback_manager,
+        [*instructions, *chat_history, _user_turn(qa)],
+        [*instructions, *chat_history, _user_turn(refine)],
+        streaming,
+        qa_function_mappings=qa.function_mappings,
+        refine_function_mappings=refine.function_mappings,
+    )
 
 
 def _user_turn(context_template: PromptTemplate) -> ChatMessage:

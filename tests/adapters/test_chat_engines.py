@@ -1,9 +1,10 @@
 """Chat engines with the evidence in the user's turn, where the docs say it belongs.
 
-LlamaIndex's `ContextChatEngine` puts retrieved context into the system message; with
-`AizkContextChatEngine` the system message keeps only the app's instructions and the block heads
-the latest user message. `MockLLM` flattens the messages into a prompt (`system: ...`,
-`user: ...`) and echoes it, so each test reads the roles the model would have seen.
+LlamaIndex's `ContextChatEngine` and `CondensePlusContextChatEngine` put retrieved context into
+the system message; with `AizkContextChatEngine` and `AizkCondensePlusContextChatEngine` the
+system message keeps only the app's instructions and the block heads the latest user message.
+`MockLLM` flattens the messages into a prompt (`system: ...`, `user: ...`) and echoes it, so each
+test reads the roles the model would have seen.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 
 import pytest
 from llama_index.core import VectorStoreIndex
-from llama_index.core.chat_engine import ContextChatEngine
+from llama_index.core.chat_engine.types import BaseChatEngine
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import ChatMemoryBuffer
@@ -21,6 +22,7 @@ from llama_index.core.schema import TextNode
 
 from aizk_integrations import ScopeDirectory
 from aizk_integrations.llama_index import (
+    AizkCondensePlusContextChatEngine,
     AizkContextChatEngine,
     AizkEvidencePostprocessor,
     reading_as,
@@ -34,16 +36,26 @@ NOTES = [
 ]
 
 
-def engine() -> ContextChatEngine:
+ENGINES = [AizkContextChatEngine, AizkCondensePlusContextChatEngine]
+
+
+@pytest.fixture(params=ENGINES, ids=lambda engine: engine.__name__)
+def engine(request: pytest.FixtureRequest) -> type[BaseChatEngine]:
+    chat_engine: type[BaseChatEngine] = request.param
+    return chat_engine
+
+
+def build(engine: type[BaseChatEngine]) -> BaseChatEngine:
     index = VectorStoreIndex(NOTES, embed_model=MockEmbedding(embed_dim=8))
     llm = MockLLM()
-    return AizkContextChatEngine.from_defaults(
+    chat: BaseChatEngine = engine.from_defaults(  # type: ignore[attr-defined]
         retriever=index.as_retriever(similarity_top_k=2),
         llm=llm,
         memory=ChatMemoryBuffer.from_defaults(llm=llm),
         node_postprocessors=[AizkEvidencePostprocessor()],
         system_prompt=INSTRUCTIONS,
     )
+    return chat
 
 
 def turns(prompt: str) -> list[tuple[str, str]]:
@@ -55,8 +67,10 @@ def turns(prompt: str) -> list[tuple[str, str]]:
 pytestmark = pytest.mark.usefixtures("llama_index_event_loop")
 
 
-def test_the_block_heads_the_latest_user_turn_and_the_system_turn_keeps_instructions() -> None:
-    chat = engine()
+def test_the_block_heads_the_latest_user_turn_and_the_system_turn_keeps_instructions(
+    engine: type[BaseChatEngine],
+) -> None:
+    chat = build(engine)
     with reading_as(ScopeDirectory.for_caller("sam", {})):
         response = chat.chat("What is up with the sidecar?")
     [(system, instructions), (user, question)] = turns(str(response))[:2]
@@ -68,8 +82,10 @@ def test_the_block_heads_the_latest_user_turn_and_the_system_turn_keeps_instruct
     assert question.rstrip().endswith("What is up with the sidecar?")
 
 
-def test_a_later_turn_carries_one_block_and_earlier_turns_only_their_words() -> None:
-    chat = engine()
+def test_a_later_turn_carries_one_block_and_earlier_turns_only_their_words(
+    engine: type[BaseChatEngine],
+) -> None:
+    chat = build(engine)
     with reading_as(ScopeDirectory.for_caller("sam", {})):
         chat.chat("What is up with the sidecar?")
         response = chat.chat("And since when?")
@@ -81,17 +97,17 @@ def test_a_later_turn_carries_one_block_and_earlier_turns_only_their_words() -> 
     assert all(BOUNDARY not in content for role, content in messages if role == "system")
 
 
-def test_an_async_chat_puts_the_block_in_the_user_turn_too() -> None:
+def test_an_async_chat_puts_the_block_in_the_user_turn_too(engine: type[BaseChatEngine]) -> None:
     async def ask() -> str:
         with reading_as(ScopeDirectory.for_caller("ana", {})):
-            return str(await engine().achat("Anything to buy?"))
+            return str(await build(engine).achat("Anything to buy?"))
 
     assert_anas_turns(asyncio.run(ask()))
 
 
-def test_a_streamed_chat_puts_the_block_in_the_user_turn_too() -> None:
+def test_a_streamed_chat_puts_the_block_in_the_user_turn_too(engine: type[BaseChatEngine]) -> None:
     with reading_as(ScopeDirectory.for_caller("ana", {})):
-        assert_anas_turns("".join(engine().stream_chat("Anything to buy?").response_gen))
+        assert_anas_turns("".join(build(engine).stream_chat("Anything to buy?").response_gen))
 
 
 def assert_anas_turns(answer: str) -> None:

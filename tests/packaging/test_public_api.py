@@ -47,6 +47,7 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
     ]
     assert langchain_agents.__all__ == ["AizkMemoryMiddleware"]
     assert llama_index.__all__ == [
+        "AizkCondensePlusContextChatEngine",
         "AizkContextChatEngine",
         "AizkEvidencePacked",
         "AizkEvidencePostprocessor",
