@@ -64,44 +64,49 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        question, config = self._question_and_config(request)
-        if question is None:
+        latest, config = self._latest_and_config(request)
+        if latest is None:
             return handler(request)
-        documents = self.retriever.invoke(question, config)
-        return handler(self._with_evidence(request, documents, config))
+        documents = self.retriever.invoke(latest.text, config)
+        return handler(self._with_evidence(request, latest, documents, config))
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
-        question, config = self._question_and_config(request)
-        if question is None:
+        latest, config = self._latest_and_config(request)
+        if latest is None:
             return await handler(request)
-        documents = await self.retriever.ainvoke(question, config)
-        return await handler(self._with_evidence(request, documents, config))
+        documents = await self.retriever.ainvoke(latest.text, config)
+        return await handler(self._with_evidence(request, latest, documents, config))
 
-    def _question_and_config(self, request: ModelRequest[Any]) -> tuple[str | None, RunnableConfig]:
-        """The latest user message's text, and the request's config with its reader in it."""
+    def _latest_and_config(
+        self, request: ModelRequest[Any]
+    ) -> tuple[HumanMessage | None, RunnableConfig]:
+        """The latest user message, and the request's config with its reader in it."""
         config = _current_config()
-        configurable = dict(config.get("configurable") or {})
+        configurable = config.get("configurable") or {}
         if DIRECTORY_CONFIG_KEY not in configurable:
             reader = _reader_in(getattr(request.runtime, "context", None))
             if reader is not None:
-                configurable[DIRECTORY_CONFIG_KEY] = reader
-        config = patch_config(config, configurable=configurable)
-        latest = _latest_user_message(request.messages)
-        return (None if latest is None else latest.text), config
+                config = patch_config(
+                    config, configurable={**configurable, DIRECTORY_CONFIG_KEY: reader}
+                )
+        return _latest_user_message(request.messages), config
 
     def _with_evidence(
-        self, request: ModelRequest[Any], documents: list[Any], config: RunnableConfig
+        self,
+        request: ModelRequest[Any],
+        latest: HumanMessage,
+        documents: list[Any],
+        config: RunnableConfig,
     ) -> ModelRequest[Any]:
         """The request with the block as a user message right before the latest one."""
         block = self.compressor._pack_documents(documents, config).block()
         if not block:
             return request
         messages = list(request.messages)
-        latest = _latest_user_message(messages)
         at = next(i for i in range(len(messages) - 1, -1, -1) if messages[i] is latest)
         messages.insert(at, HumanMessage(content=block, name=MEMORY_MESSAGE_NAME))
         return request.override(messages=messages)

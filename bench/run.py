@@ -106,7 +106,8 @@ SPAN = "LlamaIndex span (through span - own code)"
 TRACE_DECISION = "LangChain trace decision (CallbackManager.configure)"
 COMPRESSOR_OWN = "aizk compressor, own code (compressor - trace decision)"
 MIDDLEWARE = "aizk memory middleware, one model call"
-RETRIEVE_AND_PACK = "retriever invoke + compressor, same docs"
+RETRIEVE = "LangChain retriever invoke, same docs"
+MIDDLEWARE_OWN = "aizk memory middleware beyond the retriever"
 
 
 def corpus(rng: random.Random) -> list[tuple[str, dict[str, object]]]:
@@ -264,7 +265,7 @@ GOALS_1_TO_4 = (
 """The ratios before goal 5 (peak memory, not a ratio), with the information rows beside them."""
 GOAL_6_AND_WHOLE_CALLS = (
     Pair("6 postprocessor own code / compressor", OWN_CODE, COMPRESSOR, goal=1.25),
-    Pair("7 memory middleware / retriever + compressor", MIDDLEWARE, RETRIEVE_AND_PACK, goal=1.25),
+    Pair("7 middleware beyond retriever / compressor", MIDDLEWARE_OWN, COMPRESSOR, goal=1.25),
     Pair("LlamaIndex query, with / without", QUERY_WITH, QUERY_WITHOUT, goal=None),
     Pair("LangChain chain, with / without", CHAIN_WITH, CHAIN_WITHOUT, goal=None),
 )
@@ -397,9 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         CHAIN_WITH: lambda: chain_with.invoke(QUESTION),
         CHAIN_WITHOUT: lambda: chain_without.invoke(QUESTION),
         MIDDLEWARE: lambda: middleware.wrap_model_call(request, lambda _: answer),
-        RETRIEVE_AND_PACK: lambda: compressor.compress_documents(
-            retriever.invoke(QUESTION), QUESTION
-        ),
+        RETRIEVE: lambda: retriever.invoke(QUESTION),
     }
 
     kept = len(compressor.compress_documents(documents, "q")[0].metadata["aizk_recall"]["evidence"])
@@ -426,11 +425,13 @@ def with_differences(medians: dict[str, float]) -> dict[str, float]:
     A bare `compress_documents` call asks LangChain whether anything traces it (callbacks in
     the config, LangSmith's environment switch, `tracing_v2_enabled`, `collect_runs`), and a
     postprocessor call runs inside LlamaIndex's instrumentation span: framework work around the
-    adapter, reported beside its own code rather than counted against it.
+    adapter, reported beside its own code rather than counted against it. The memory
+    middleware's turn is reported beyond its retriever's call, which any recall pays.
     """
     derived = dict(medians)
     derived[COMPRESSOR_OWN] = medians[COMPRESSOR] - medians[TRACE_DECISION]
     derived[SPAN] = medians[THROUGH_SPAN] - medians[OWN_CODE]
+    derived[MIDDLEWARE_OWN] = medians[MIDDLEWARE] - medians[RETRIEVE]
     return derived
 
 
