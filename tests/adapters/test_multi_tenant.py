@@ -21,14 +21,17 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain.agents import create_agent
 from langchain_classic.chains import create_retrieval_chain
 from langchain_classic.chains.combine_documents import create_stuff_documents_chain
 from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_classic.retrievers.document_compressors import DocumentCompressorPipeline
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListLLM
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
@@ -36,7 +39,8 @@ from langchain_core.tools import create_retriever_tool
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.prebuilt import create_react_agent
 from llama_index.core import VectorStoreIndex
-from llama_index.core.chat_engine.types import ChatMode
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import ChatMemoryBuffer
@@ -44,7 +48,14 @@ from llama_index.core.schema import TextNode
 
 from aizk_integrations import EvidenceError, Scope, ScopeDirectory
 from aizk_integrations.langchain import AizkEvidenceCompressor, AizkEvidenceRetriever
-from aizk_integrations.llama_index import AizkEvidencePostprocessor, reading_as
+from aizk_integrations.langchain_agents import AizkMemoryMiddleware
+from aizk_integrations.llama_index import (
+    AizkCondensePlusContextChatEngine,
+    AizkContextChatEngine,
+    AizkEvidencePostprocessor,
+    AizkMemoryBlock,
+    reading_as,
+)
 
 QUESTION = "what do I know?"
 PEOPLE = ("alice", "bob")
@@ -281,16 +292,114 @@ def thread_hop_carrying_the_context(corpus: list[Note], reader: ScopeDirectory |
             return pool.submit(context.run, lambda: str(engine.query(QUESTION))).result()
 
 
+def runnable_stream(corpus: list[Note], reader: ScopeDirectory | None) -> str:
+    chain = retriever(corpus) | AizkEvidenceCompressor().as_runnable()
+    return "".join(chain.stream(QUESTION, config=config(reader)))
+
+
+def pipeline_in_retrieval_chain(corpus: list[Note], reader: ScopeDirectory | None) -> str:
+    pipeline = DocumentCompressorPipeline(transformers=[AizkEvidenceCompressor()])
+    wrapped = ContextualCompressionRetriever(
+        base_compressor=pipeline, base_retriever=retriever(corpus)
+    )
+    prompt = ChatPromptTemplate.from_messages([("human", "{context}\n\n{input}")])
+    combine = create_stuff_documents_chain(FakeListLLM(responses=["ok"]), prompt)
+    result = create_retrieval_chain(wrapped, combine).invoke({"input": QUESTION}, config(reader))
+    return "".join(document.page_content for document in result["context"])
+
+
+def create_agent_with_the_tool(corpus: list[Note], reader: ScopeDirectory | None) -> str:
+    tool = create_retriever_tool(compression_retriever(corpus), "recall", "Recall memory.")
+    agent = create_agent(agent_model(), [tool])
+    result = agent.invoke({"messages": [HumanMessage(QUESTION)]}, config=config(reader))
+    [message] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    return str(message.content)
+
+
+class ModelInputs(BaseCallbackHandler):
+    """Every message a chat model was called with, as text."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any
+    ) -> None:
+        self.seen.extend(str(message.content) for message in messages[0])
+
+
+@dataclass
+class Tenant:
+    aizk_directory: ScopeDirectory | None
+
+
+def memory_middleware(carrier: str) -> Path:
+    def run(corpus: list[Note], reader: ScopeDirectory | None) -> str:
+        model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+        agent = create_agent(
+            model, [], middleware=[AizkMemoryMiddleware(retriever(corpus))], context_schema=Tenant
+        )
+        inputs = ModelInputs()
+        request: RunnableConfig = {"callbacks": [inputs]}
+        if carrier == "config":
+            request = {**config(reader), **request}
+        agent.invoke({"messages": [HumanMessage(QUESTION)]}, request, context=Tenant(reader))
+        return "".join(inputs.seen)
+
+    return run
+
+
+def chat_engine(engine: type[BaseChatEngine], streaming: bool = False) -> Path:
+    def run(corpus: list[Note], reader: ScopeDirectory | None) -> str:
+        llm = MockLLM()
+        chat: BaseChatEngine = engine.from_defaults(  # type: ignore[attr-defined]
+            retriever=index(corpus).as_retriever(similarity_top_k=len(corpus)),
+            llm=llm,
+            memory=ChatMemoryBuffer.from_defaults(llm=llm),
+            node_postprocessors=[AizkEvidencePostprocessor()],
+        )
+
+        def ask() -> str:
+            if streaming:
+                return "".join(chat.stream_chat(QUESTION).response_gen)
+            return str(chat.chat(QUESTION))
+
+        if reader is None:
+            return ask()
+        with reading_as(reader):
+            return ask()
+
+    return run
+
+
+def memory_block(corpus: list[Note], reader: ScopeDirectory | None) -> str:
+    block = AizkMemoryBlock(retriever=index(corpus).as_retriever(similarity_top_k=len(corpus)))
+    asked = [ChatMessage(role=MessageRole.USER, content=QUESTION)]
+
+    async def recall() -> str:
+        if reader is None:
+            return await block.aget(asked)
+        with reading_as(reader):
+            return await block.aget(asked)
+
+    return asyncio.run(recall())
+
+
 CARRY_THE_READER: dict[str, Path] = {
     "compressor with its own directory": compressor_with_its_own_directory,
     "runnable in a chain": runnable_in_a_chain,
     "runnable batch": runnable_batch,
     "runnable abatch": runnable_abatch,
+    "runnable stream": runnable_stream,
     "ContextualCompressionRetriever in create_retrieval_chain": retrieval_chain,
     "ContextualCompressionRetriever in create_retrieval_chain, async": retrieval_chain_async,
+    "DocumentCompressorPipeline in create_retrieval_chain": pipeline_in_retrieval_chain,
     "create_retriever_tool with config": retriever_tool,
     "create_retriever_tool with config, async": retriever_tool_async,
     "LangGraph create_react_agent with that tool": langgraph_agent,
+    "LangChain create_agent with that tool": create_agent_with_the_tool,
+    "create_agent with AizkMemoryMiddleware, reader in config": memory_middleware("config"),
+    "create_agent with AizkMemoryMiddleware, reader in context": memory_middleware("context"),
     "AizkEvidenceRetriever invoked with config": our_retriever,
     "AizkEvidenceRetriever, async": our_retriever_async,
     "AizkEvidenceRetriever as a retriever tool": our_retriever_as_a_tool,
@@ -299,6 +408,12 @@ CARRY_THE_READER: dict[str, Path] = {
     "LlamaIndex query engine in reading_as": query_engine_answer,
     "LlamaIndex aquery task in reading_as": query_engine_async,
     "LlamaIndex context chat engine in reading_as": context_chat_engine,
+    "AizkContextChatEngine in reading_as": chat_engine(AizkContextChatEngine),
+    "AizkContextChatEngine stream_chat in reading_as": chat_engine(AizkContextChatEngine, True),
+    "AizkCondensePlusContextChatEngine in reading_as": chat_engine(
+        AizkCondensePlusContextChatEngine
+    ),
+    "AizkMemoryBlock in reading_as": memory_block,
     "LlamaIndex query on a thread given copy_context": thread_hop_carrying_the_context,
 }
 
