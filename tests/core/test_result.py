@@ -19,6 +19,7 @@ from aizk_integrations import (
     RecallResult,
     Scope,
     ScopeDirectory,
+    pack,
 )
 from tests.golden import ARTIFACT, CONTENT, GOLDEN, GOLDEN_WITHOUT_DIRECTORY
 
@@ -159,6 +160,16 @@ def test_a_scope_outside_the_readers_directory_is_refused_not_rendered(
 ) -> None:
     with pytest.raises(ValueError, match="scope 'org-secret' is not in this reader's directory"):
         RecallResult.from_candidates([Candidate(line="x", scopes=["org-secret"])], seed_directory)
+
+
+def test_a_candidate_given_only_its_line_is_an_unscoped_source_with_no_artifact() -> None:
+    candidate = Candidate(line="x")
+    assert (candidate.lane, candidate.scopes) == (Lane.SOURCES, frozenset())
+    assert (candidate.artifact_id, candidate.artifact_content_id) == (None, None)
+    assert candidate.resource_uri is None
+    directory = ScopeDirectory.for_caller("me", {})
+    [evidence] = RecallResult.from_candidates(pack([candidate], 10), directory).evidence
+    assert (evidence.provenance, evidence.scopes) == (Provenance.SOURCE, ())
 
 
 def test_the_resource_uri_needs_both_artifact_ids() -> None:

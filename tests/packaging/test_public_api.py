@@ -125,3 +125,37 @@ def test_each_adapter_loads_only_the_frameworks_its_extra_installs(
     loaded = set(ast.literal_eval(completed.stdout.strip()))
     assert loaded <= allowed, loaded - allowed
     assert loaded, f"{module} loaded no framework at all"
+
+
+def test_every_field_we_define_says_what_it_is_for() -> None:
+    # The descriptions are what IDEs, `model_json_schema()` and LangChain's tool schemas show.
+    from aizk_integrations import Candidate, Evidence, RecallResult, Scope, ScopeDirectory
+    from aizk_integrations.langchain import AizkEvidenceCompressor
+    from aizk_integrations.llama_index import (
+        AizkEvidencePacked,
+        AizkEvidencePostprocessor,
+        AizkMemoryBlock,
+    )
+
+    models = (
+        Candidate,
+        Evidence,
+        RecallResult,
+        Scope,
+        ScopeDirectory,
+        AizkEvidenceCompressor,
+        AizkEvidencePostprocessor,
+        AizkMemoryBlock,
+        AizkEvidencePacked,
+    )
+    for model in models:
+        ours = {
+            name
+            for klass in model.__mro__
+            if klass.__module__.startswith("aizk_integrations")
+            for name in getattr(klass, "__annotations__", {})
+            if name in model.model_fields
+        }
+        assert ours, model
+        undescribed = {name for name in ours if not model.model_fields[name].description}
+        assert undescribed == set(), (model.__name__, undescribed)
