@@ -36,6 +36,11 @@ import re
 MAX_NESTING = 6
 """How many lists and block quotes an evidence text may nest; deeper markers are escaped."""
 
+TEXT_OFFSET = "  "
+"""Where an evidence text's lines start within its bullet's content: the block indents them
+four spaces, and the bullet's content starts two columns in (`- `). CommonMark reads a line's
+indentation from there, so the text's own top level is already two columns deep."""
+
 
 def might_reach_out(text: str, lines: list[str]) -> bool:
     """Whether a text (and `lines`, its `splitlines()`) holds anything that could reach outside
@@ -147,7 +152,9 @@ def _open_fence(lines: list[str]) -> str | None:
     inner: tuple[str, int] | None = None  # a fence open inside that item
     lazy_allowed = False  # the previous line was paragraph text a lazy line may continue
     for raw in lines:
-        line = raw.expandtabs(4).rstrip()
+        # Where the line sits in the rendered bullet: a text line indented two spaces of its
+        # own is already an indented code block there, not a fence or a list item.
+        line = (TEXT_OFFSET + raw.expandtabs(4)).rstrip()
         if fence is not None:
             fence = None if _closes(line, fence) else fence
             continue

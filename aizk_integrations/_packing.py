@@ -83,10 +83,11 @@ class Packing(NamedTuple):
     """The rows the walk read: the kept ones and the one that ended it."""
     tokens_used: int
     budget: int
-    withheld: tuple[tuple[int, Withheld], ...] = ()
+    withheld: tuple[tuple[int, Withheld], ...]
     """Position and reason of each item read that the reader may not see."""
-    total: int | None = None
-    """How many items the caller passed, when it said."""
+    total: int
+    """How many items there were: `cut` knows only the rows it read; an adapter, which knows
+    how many it was handed, says."""
 
     def result(self) -> RecallResult:
         """The kept evidence as the public `RecallResult`."""
@@ -103,9 +104,7 @@ class Packing(NamedTuple):
     @property
     def cut_by_budget(self) -> int:
         """Items the budget left out: the one that ended the walk, and all after it."""
-        read = len(self.steps) + len(self.withheld)
-        total = read if self.total is None else self.total
-        return total - len(self.kept) - len(self.withheld)
+        return self.total - len(self.kept) - len(self.withheld)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -144,7 +143,9 @@ def cut(rows: Iterable[Row], budget: int, pricing: Pricing) -> Packing:
             step._replace(decision=_decision(index, count)) for index, step in enumerate(steps)
         ]
         del kept[count:]
-    return Packing(tuple(kept), shared_scopes(kept), tuple(steps), tokens_used, budget)
+    return Packing(
+        tuple(kept), shared_scopes(kept), tuple(steps), tokens_used, budget, (), len(steps)
+    )
 
 
 def _decision(index: int, kept: int) -> Decision:
@@ -178,7 +179,7 @@ def cut_table(
         (position, f"  {'-':>4}  {'-':<14}  {'-':>6}  {'-':>7}  withheld: {reason.value}")
         for position, reason in withheld
     )
-    lines.extend(line for _, line in sorted(rows, key=lambda row: row[0]))
+    lines.extend(line for _, line in sorted(rows))  # by position: no two rows share one
     return "\n".join(lines)
 
 

@@ -214,10 +214,16 @@ class PackingSettings(BaseModel):
             return None
         if not packing.kept and packing.steps:
             if packing.budget:  # 0 is a room of none, which the caller was already told of
-                first = packing.steps[0]
+                # A whole-block count can put it over even when its estimate was within.
+                running = packing.steps[0].running
+                need = (
+                    f"needs {running} tokens, over"
+                    if running > packing.budget
+                    else "with the block around it is over"
+                )
                 advice.append(
-                    f"the first item the reader may see needs {first.running} tokens, over "
-                    f"the budget of {packing.budget}: raise the budget or shorten the evidence"
+                    f"the first item the reader may see {need} the budget of "
+                    f"{packing.budget}: raise the budget or shorten the evidence"
                 )
         elif not packing.kept:
             if reasons[Withheld.UNSCOPED]:

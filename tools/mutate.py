@@ -408,9 +408,9 @@ class MutationFinder(cst.CSTVisitor):
             # A `description="..."` is documentation, as a docstring is: its words are not
             # mutated (dropping it, or making it None, still is).
             for arg in node.args:
-                if arg.keyword is not None and arg.keyword.value == "description":
-                    if isinstance(arg.value, cst.BaseString):
-                        self._skip.add(id(arg.value))
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                if keyword == "description" and isinstance(arg.value, cst.BaseString):
+                    self._skip.add(id(arg.value))
         # A default that is more than a literal runs at definition time (mutmut's rule).
         if isinstance(node, cst.Param) and node.default is not None:
             return not isinstance(node.default, cst.Name | cst.BaseNumber | cst.SimpleString)

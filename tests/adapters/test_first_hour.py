@@ -332,6 +332,26 @@ def test_when_the_budget_is_why_nothing_was_kept_the_warning_says_so(
     assert "long note" not in message
 
 
+def superadditive(text: str) -> int:
+    """A counter that charges a whole more than its parts: whole-block counts settle late."""
+    return len(text) ** 2 // 256
+
+
+def test_when_the_whole_block_is_over_the_table_and_the_warning_say_where_the_cut_fell(
+    adapter: Adapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=adapter.logger)
+    entries: list[Entry] = [("x" * 40, {}) for _ in range(5)]
+    # Piece by piece two items fit 60 tokens; the rendered block of even one does not.
+    run = adapter.run(entries, budget=60, budget_covers="block", token_counter=superadditive)
+    assert run.items == []
+    [table] = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    decisions = [row[41:] for row in table.splitlines()[3:6]]
+    assert decisions == ["drop, over budget", "drop, after the cut", "drop, after the cut"]
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "with the block around it is over the budget of 60" in warning
+
+
 def test_a_call_that_keeps_something_warns_only_about_a_missing_reader(
     adapter: Adapter, caplog: pytest.LogCaptureFixture
 ) -> None:

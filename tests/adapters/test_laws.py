@@ -607,6 +607,16 @@ def test_an_error_quotes_at_most_a_short_prefix_of_a_huge_value(adapter: Adapter
     assert "(5000000 characters)" in message
 
 
+def test_a_long_value_that_is_not_text_is_quoted_as_a_prefix_and_an_ellipsis(
+    adapter: Adapter,
+) -> None:
+    lane = dict.fromkeys(range(40), "y" * 20)
+    with pytest.raises(EvidenceError) as raised:
+        adapter.run([("text", {"lane": lane})])
+    quoted = str(raised.value).split("metadata 'lane' is ", 1)[1].split("; allowed:", 1)[0]
+    assert quoted == repr(lane)[:80] + "..."
+
+
 @pytest.mark.parametrize(
     ("counter", "message"),
     [

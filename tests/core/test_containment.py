@@ -140,12 +140,62 @@ def test_a_fence_the_text_closes_itself_gets_nothing_added() -> None:
     assert "\n    ```python\n    print('hi')\n    ```\n\n    Resource" in block_of(text)
 
 
-def test_a_fence_inside_a_nested_list_item_is_left_to_close_with_it() -> None:
-    text = "- step one\n  ```\n  code"
+@pytest.mark.parametrize("text", ["- step one\n  ```\n  code", "12. step one\n    ```\n    code"])
+def test_a_fence_inside_a_nested_list_item_is_left_to_close_with_it(text: str) -> None:
     block = block_of(text)
     assert block.count("```") == 1
     [item] = html_items(block)
     assert resource_line_is_live(item)
+
+
+@pytest.mark.parametrize(
+    ("text", "fences"),
+    [
+        (" ```\n code", 2),  # one space of its own: still a fence in the bullet, so closed
+        ("  ```\n  code", 1),  # two: an indented code line in the bullet, not a fence
+        ("   ```\n   code", 1),
+        ("para\n  ```\n  code", 1),  # a paragraph's continuation, not a fence
+        ("- item\n```\ncode", 2),  # a fence interrupts the item's paragraph
+        ("- item\nlazy\n  ```\n  code", 1),  # inside the item, closed with it
+        ("-   item\n  ```\n  code", 1),  # short of the item's content column: lazy text
+        ("-      code\n  ```\n  more", 1),  # an item opening with code: its column is 2
+    ],
+)
+def test_only_a_fence_the_rendered_text_opens_at_its_top_level_is_closed(
+    text: str, fences: int
+) -> None:
+    block = block_of(text, "next item")
+    assert block.count("```") == fences
+    [first, second] = html_items(block)
+    assert resource_line_is_live(first)
+    assert "next item" in text_of(second)
+
+
+def test_a_fence_after_a_list_items_lazy_line_is_still_closed() -> None:
+    # "lazy" continues the item's paragraph without its indentation; the fence after the blank
+    # line is back at the text's top level, and left open it would eat the Resource line.
+    block = block_of("- an item\nlazy\n\n```\ncode", "next item")
+    assert block.count("```") == 2
+    [first, second] = html_items(block)
+    assert resource_line_is_live(first)
+    assert "next item" in text_of(second)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("- - - - - - - x", "- - - - - - \\- x"),  # the seventh level is escaped
+        ("> > > > > > > q", "> > > > > > \\> q"),
+        ("- - - - - - x", "- - - - - - x"),  # six levels are fine
+        ("     - - - - x", "     - - - - x"),  # five columns count two levels, not two and a half
+        ("      - - - - x", "      - - - \\- x"),  # six columns are three
+        ("\t\t- - - x", "\t\t- - \\- x"),  # a tab is four columns
+    ],
+)
+def test_lists_and_quotes_deeper_than_six_levels_are_escaped_at_the_seventh(
+    text: str, shown: str
+) -> None:
+    assert block_of(text, linked=False).endswith("\n    " + shown)
 
 
 SWALLOWERS = [
@@ -181,8 +231,14 @@ def test_raw_html_cannot_swallow_or_escape_the_items_after_it(opening: str) -> N
     assert headings == ["Evidence"]
 
 
-def test_an_autolink_and_a_lone_angle_bracket_are_left_as_written() -> None:
-    text = "mail <someone@example.org> or see <https://example.org/a>; a < b > c"
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mail <someone@example.org> or see <https://example.org/a>; a < b > c",
+        "mail <Sam.Lee@Example.ORG> or see <HTTPS://Example.org/A>",
+    ],
+)
+def test_an_autolink_and_a_lone_angle_bracket_are_left_as_written(text: str) -> None:
     assert block_of(text, linked=False).endswith("\n    " + text)
 
 

@@ -68,8 +68,14 @@ PAYLOADS = [
     "| a | b |",
 ]
 
+INDENTS = ["", " ", "  ", "   ", "    ", "\t"]
+"""What a line may start with before its payload: where the text's own indentation puts a fence
+or a list marker decides what it is once the block indents it into a bullet."""
+
 texts = st.lists(
-    st.one_of(st.sampled_from(PAYLOADS), st.text(max_size=12)),
+    st.tuples(st.sampled_from(INDENTS), st.sampled_from(PAYLOADS) | st.text(max_size=12)).map(
+        "".join
+    ),
     min_size=1,
     max_size=8,
 ).flatmap(
@@ -97,6 +103,9 @@ def hostile_results(draw: st.DrawFn) -> RecallResult:
             lane=draw(st.sampled_from(list(Lane))),
             line=draw(texts),
             scopes=draw(st.lists(st.sampled_from(ids), max_size=3)),
+            # With a Resource line after the text, nothing the text leaves open may eat it.
+            artifact_id=draw(st.none() | st.uuids()),
+            artifact_content_id=draw(st.uuids()),
         )
         for _ in range(draw(st.integers(min_value=1, max_value=5)))
     ]

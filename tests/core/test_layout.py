@@ -37,7 +37,7 @@ from aizk_integrations import (
     Scope,
     ScopeDirectory,
 )
-from aizk_integrations._containment import contain, inert
+from aizk_integrations._containment import TEXT_OFFSET, contain, inert
 from aizk_integrations._packing import Packing
 from aizk_integrations._rendering import (
     BOUNDARY,
@@ -404,3 +404,13 @@ def test_the_cut_table_is_not_even_built_when_debug_logging_is_off(
 @given(st.text(st.characters(codec="utf-8")))
 def test_the_block_node_id_is_uuid5_of_its_content(content: str) -> None:
     assert _content_id(content) == str(uuid5(_BLOCK_ID_NAMESPACE, content))
+
+
+def test_containment_reads_a_text_where_the_template_puts_it_in_its_bullet() -> None:
+    # `_containment` decides what is a fence or a list item from where CommonMark sees the
+    # text's lines: past the bullet's own `- `, the template's indentation leaves TEXT_OFFSET.
+    block = RecallResult.from_candidates([Candidate(line="text")]).to_markdown()
+    *_, label, blank, text = block.splitlines()
+    assert label.startswith("- **")
+    assert blank == ""
+    assert text == "  " + TEXT_OFFSET + "text"
