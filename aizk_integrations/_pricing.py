@@ -147,7 +147,7 @@ class BlockPricing:
         exact = self._exact(kept)
         while exact > budget:
             count -= 1
-            exact = self._exact(kept[:count]) if count else 0
+            exact = self._exact(kept[:count])  # no rows render as "", which counts 0
         return count, exact
 
     def _exact(self, kept: list[Row]) -> int:

@@ -106,8 +106,8 @@ class Access(NamedTuple):
     """
 
     reader: ScopeDirectory | None
-    allow_unscoped: bool = False
-    allow_scoped_without_reader: bool = False
+    allow_unscoped: bool
+    allow_scoped_without_reader: bool
 
     def decide(self, ids: frozenset[str]) -> tuple[Scope, ...] | Withheld:
         """The reader's scopes for an item in `ids`, or why the item is withheld."""

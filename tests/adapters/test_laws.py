@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from aizk_integrations import EvidenceError, Scope, ScopeDirectory
+from aizk_integrations import EvidenceError, Lane, Scope, ScopeDirectory
 from aizk_integrations.counters import counter_from_tiktoken
 from tests.adapters.harness import Adapter, Entry
 from tests.golden import ARTIFACT, CONTENT, GOLDEN, PLAN, PREFERENCE, SIDECAR
@@ -114,6 +114,13 @@ def test_items_map_through_metadata_with_the_design_defaults(adapter: Adapter) -
     answer = adapter.run([("plain", {}), ("fact", {"lane": "facts"})])
     assert [item["provenance"] for item in answer.recall["evidence"]] == ["source", "derived"]
     assert answer.counts["tokens_used"] == 5  # "plain" is 2 tokens + 1, "fact" 1 + 1
+
+
+def test_a_lane_given_as_the_enum_member_maps_like_its_name(adapter: Adapter) -> None:
+    lanes = [Lane.FACTS, Lane.WORKING_MEMORY, Lane.SOURCES]
+    answer = adapter.run([("text", {"lane": lane}) for lane in lanes])
+    provenances = [item["provenance"] for item in answer.recall["evidence"]]
+    assert provenances == ["derived", "session", "source"]
 
 
 def test_custom_metadata_key_names_are_read_instead_of_the_defaults(adapter: Adapter) -> None:
@@ -314,6 +321,17 @@ def test_without_a_reader_scoped_items_are_withheld_and_the_log_says_why(
     assert "allow_scoped_without_reader=True" in message
     for text in (PLAN, ANA_SECRET, PREFERENCE, SIDECAR, UNSCOPED):
         assert text not in message
+
+
+def test_the_cut_table_says_which_items_were_withheld_for_want_of_a_reader(
+    adapter: Adapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=adapter.logger)
+    adapter.run([("mine", {"scopes": "sam"}), ("for everyone", {})])
+    [table] = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    first, second = table.splitlines()[3:5]
+    assert first.endswith("  withheld: names scopes, and the call has no reader")
+    assert second.split()[:2] == ["1", "sources"]
 
 
 def test_the_opt_in_shows_every_item_without_scope_labels(adapter: Adapter) -> None:
@@ -556,6 +574,7 @@ UNREADABLE_SCOPES = [
     ({"scopes": 42}, r"metadata 'scopes': scopes must be a scope id \(str or UUID\) or a list"),
     ({"scopes": ["sam", ""]}, r"metadata 'scopes': each scope id must be a non-empty str or a"),
     ({"scopes": ["sam", 3]}, r"metadata 'scopes': each scope id must be a non-empty str or a"),
+    ({"scopes": ["sam", ["org"]]}, r"metadata 'scopes': each scope id must be a non-empty str"),
     (None, r"metadata must be a mapping \(dict\), got NoneType"),
     ("lane=facts", r"metadata must be a mapping \(dict\), got str"),
     (["lane"], r"metadata must be a mapping \(dict\), got list"),

@@ -367,9 +367,13 @@ def test_a_candidate_uuid_subclass_cannot_write_its_own_text_into_the_uri() -> N
     assert candidate.resource_uri == f"aizk://artifacts/{UUID(int=1)}/contents/{UUID(int=2)}"
 
 
-def test_text_with_a_lone_surrogate_is_refused_saying_where() -> None:
-    with pytest.raises(ValidationError, match="lone surrogate \\(U\\+DC00\\) at character 3"):
+def test_text_with_a_lone_surrogate_is_refused_saying_where_and_how_to_clean_it() -> None:
+    advice = "lone surrogate \\(U\\+DC00\\) at character 3, which no encoding can carry; clean "
+    advice += r"the text first, e.g. text\.encode\('utf-8', 'replace'\)\.decode\('utf-8'\)"
+    with pytest.raises(ValidationError, match=advice):
         Candidate(line="abc\udc00")
+    with pytest.raises(ValidationError, match=advice):
+        Evidence(provenance=Provenance.SOURCE, text="abc\udc00")
 
 
 # Determinism
