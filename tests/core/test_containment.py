@@ -8,6 +8,7 @@ scope name that forged a label, a description that rendered as live markup.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -275,16 +276,35 @@ def test_a_name_with_nothing_visible_or_with_hidden_characters_is_refused(name: 
         Scope(name=name)
 
 
+@pytest.mark.parametrize(
+    ("name", "shown"), [("a\u202eb", "U+202E"), ("ab\x00", "U+0000"), ("a\u200bb", "U+200B")]
+)
+def test_a_hidden_character_is_named_in_the_error_with_the_name(name: str, shown: str) -> None:
+    reason = f"must not contain control, format or surrogate characters (such as {shown})"
+    with pytest.raises(ValidationError) as raised:
+        Scope(name=name)
+    message = str(raised.value)
+    assert reason in message
+    assert f"which can make it look like another name: {name!r}" in message
+
+
+@pytest.mark.parametrize("name", ["X", "XX", "x", "Ab", "b-c", "42", "книга", "読書会"])
+def test_a_name_of_visible_characters_is_accepted(name: str) -> None:
+    assert Scope(name=name).name == name
+
+
 @pytest.mark.parametrize("name", ["private ∩ book-club", "∩", "a∩b"])
 def test_a_name_that_would_pass_for_two_scopes_is_refused(name: str) -> None:
-    with pytest.raises(ValidationError, match="must not contain '∩'"):
+    with pytest.raises(ValidationError, match=f"must not contain '∩', .* of one item: {name!r}"):
         Scope(name=name)
 
 
 @pytest.mark.parametrize("name", ["private ", " book-club", "team\n"])
 def test_a_name_with_spaces_that_do_not_show_is_refused(name: str) -> None:
-    with pytest.raises(ValidationError, match="must not start or end with spaces"):
+    with pytest.raises(ValidationError) as raised:
         Scope(name=name)
+    reason = "must not start or end with spaces, which do not show and would make it look like"
+    assert f"{reason} another name: {name!r}" in str(raised.value)
 
 
 @pytest.mark.parametrize("name", ["Private", "PRIVATE"])
@@ -302,7 +322,8 @@ def test_an_organization_cannot_be_called_private() -> None:
 
 
 def test_an_organization_cannot_share_the_callers_id() -> None:
-    with pytest.raises(ValueError, match="also one of the organizations"):
+    message = "the caller's id 'me' is also one of the organizations: the caller's own scope is "
+    with pytest.raises(ValueError, match=re.escape(message + "always `private`")):
         ScopeDirectory.for_caller("me", {"me": Scope(name="team")})
 
 
@@ -338,8 +359,10 @@ def test_no_description_means_none() -> None:
 
 
 def test_a_description_with_a_lone_surrogate_is_refused() -> None:
-    with pytest.raises(ValidationError, match="lone surrogate"):
-        Scope(name="team", description="bad \ud800 text")
+    description = "bad \ud800 text"
+    with pytest.raises(ValidationError) as raised:
+        Scope(name="team", description=description)
+    assert f"lone surrogates, which no encoding can carry: {description!r}" in str(raised.value)
 
 
 # Resource URIs and text
