@@ -172,7 +172,7 @@ class PackingSettings(BaseModel):
     def __getstate__(self) -> dict[str, Any]:
         # LlamaIndex's own version deletes what it cannot pickle from the live object's
         # attributes, breaking the original and silently changing the copy; pickle's own error
-        # for a lambda names no setting. Pickle a copy of the state instead, and say plainly
+        # for a lambda names no setting. Pickle pydantic's plain state instead, and say plainly
         # when the token counter is what cannot be pickled.
         try:
             pickle.dumps(self.token_counter)
@@ -182,8 +182,7 @@ class PackingSettings(BaseModel):
                 f"({type(self.token_counter).__name__}) cannot be pickled; use a counter from "
                 "aizk_integrations.counters or a module-level function"
             ) from error
-        state = BaseModel.__getstate__(self)
-        return {**state, "__dict__": dict(state["__dict__"])}
+        return BaseModel.__getstate__(self)
 
     def _report(self, packing: Packing, logger: logging.Logger, per_request: str) -> None:
         """Log the cut table at DEBUG, and say at WARNING why evidence is missing, if it matters.

@@ -29,15 +29,6 @@ class CharsPerToken:
     def __call__(self, text: str) -> int:
         return ceil(len(text) / self.chars_per_token)
 
-    def __repr__(self) -> str:
-        return f"CharsPerToken({self.chars_per_token!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CharsPerToken) and other.chars_per_token == self.chars_per_token
-
-    def __hash__(self) -> int:
-        return hash(self.chars_per_token)
-
     def __reduce__(self) -> tuple[type[CharsPerToken], tuple[float]]:
         return CharsPerToken, (self.chars_per_token,)
 

@@ -171,7 +171,7 @@ def test_the_runnable_pickles_with_its_compressor() -> None:
 )
 def test_wrong_inputs_say_what_was_expected(wrong: Any, message: str) -> None:
     with pytest.raises(
-        TypeError, match="expected a list \\(or other sequence\\) of langchain_core"
+        TypeError, match=r"^expected a list \(or other sequence\) of langchain_core Documents, "
     ):
         AizkEvidenceCompressor().as_runnable().invoke(wrong)
     with pytest.raises(TypeError, match=message.replace("(", "\\(").replace(")", "\\)")):

@@ -116,6 +116,22 @@ def test_items_map_through_metadata_with_the_design_defaults(adapter: Adapter) -
     assert answer.counts["tokens_used"] == 5  # "plain" is 2 tokens + 1, "fact" 1 + 1
 
 
+class Text(str):
+    """Text that is not exactly `str`, as some stores hand back."""
+
+
+def test_artifact_ids_given_as_a_str_subclass_make_the_same_uri(adapter: Adapter) -> None:
+    plain = {"artifact_id": str(ARTIFACT), "artifact_content_id": str(CONTENT)}
+    subclassed = {key: Text(value) for key, value in plain.items()}
+    answers = [adapter.run([("text", metadata)]) for metadata in (plain, subclassed)]
+    [first], [second] = (answer.recall["evidence"] for answer in answers)
+    assert (
+        first["resource_uri"]
+        == second["resource_uri"]
+        == f"aizk://artifacts/{ARTIFACT}/contents/{CONTENT}"
+    )
+
+
 def test_a_lane_given_as_the_enum_member_maps_like_its_name(adapter: Adapter) -> None:
     lanes = [Lane.FACTS, Lane.WORKING_MEMORY, Lane.SOURCES]
     answer = adapter.run([("text", {"lane": lane}) for lane in lanes])
@@ -673,13 +689,20 @@ def test_a_misbehaving_token_counter_names_the_item_it_failed_on(
         ({"directory": {"sam": "private"}}, "directory"),
         ({"allow_unscoped": "yes"}, "allow_unscoped\n  Input should be a valid boolean"),
         ({"lane_key": ""}, "lane_key\n  String should have at least 1 character"),
+        ({"scopes_key": ""}, "scopes_key\n  String should have at least 1 character"),
+        ({"artifact_id_key": ""}, "artifact_id_key\n  String should have at least 1 character"),
+        ({"artifact_content_id_key": ""}, "artifact_content_id_key\n  String should have at"),
         ({"chars_per_token": 0}, "chars_per_token must be a positive finite number, got 0"),
         ({"chars_per_token": -2.0}, "chars_per_token must be a positive finite number, got -2.0"),
         ({"chars_per_token": float("nan")}, "positive finite number, got nan"),
         ({"chars_per_token": float("inf")}, "positive finite number, got inf"),
         ({"chars_per_token": "4"}, "positive finite number, not str"),
         ({"chars_per_token": True}, "positive finite number, not bool"),
-        ({"chars_per_token": 5e-324}, r"between 0\.1 and 100 characters per token"),
+        (
+            {"chars_per_token": 5e-324},
+            r"Value error, chars_per_token must be between 0\.1 and 100 characters per token "
+            r"\(real tokenizers average 2 to 6\), got 5e-324",
+        ),
         ({"token_counter": 4}, "token_counter\n  Input should be callable"),
         ({"budget_covers": "everything"}, "budget_covers"),
         ({"budgett": 10}, "budgett\n  Extra inputs are not permitted"),
@@ -690,6 +713,13 @@ def test_bad_settings_fail_when_the_adapter_is_built(
 ) -> None:
     with pytest.raises(ValidationError, match=message):
         adapter.build(**settings)
+
+
+def test_a_metadata_key_of_one_character_is_enough(adapter: Adapter) -> None:
+    packer = adapter.build(lane_key="l", scopes_key="s", artifact_id_key="a")
+    assert adapter.build(artifact_content_id_key="c").artifact_content_id_key == "c"
+    answer = adapter.call(packer, adapter.items([("text", {"l": "facts"})]))
+    assert adapter.answer(answer).recall["evidence"][0]["provenance"] == "derived"
 
 
 def test_a_raised_max_budget_allows_a_larger_budget(adapter: Adapter) -> None:
