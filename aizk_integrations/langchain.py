@@ -137,7 +137,8 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
     through the config.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+    # Unknown settings are refused by PackingSettings' own `extra="forbid"`.
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     return_documents: bool = Field(
         default=False,

@@ -173,7 +173,8 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
     the request in hand.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    # Unknown settings are refused by PackingSettings' own `extra="forbid"`.
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     return_nodes: bool = Field(
         default=False,

@@ -320,7 +320,7 @@ def test_importing_the_middleware_without_langchain_agents_says_which_extra_to_i
         if name == "langchain" or name.startswith("langchain."):
             monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "aizk_integrations.langchain_agents")
-    with pytest.raises(
-        ImportError, match=re.escape('pip install "aizk-integrations[langchain-agents]"')
-    ):
+    needs = "aizk_integrations.langchain_agents needs LangChain's agents (the langchain package); "
+    install = 'install it with pip install "aizk-integrations[langchain-agents]"'
+    with pytest.raises(ImportError, match="^" + re.escape(needs + install)):
         importlib.import_module("aizk_integrations.langchain_agents")

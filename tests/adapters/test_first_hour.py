@@ -140,7 +140,9 @@ def test_the_runnable_declares_documents_in_and_text_out() -> None:
     assert schema["type"] == "array"
     assert schema["items"]["$ref"].endswith("Document")
     assert step.get_output_jsonschema()["type"] == "string"
-    assert [spec.id for spec in step.config_specs] == ["aizk_directory", "aizk_budget", "aizk_room"]
+    specs = [(spec.id, spec.annotation) for spec in step.config_specs]
+    assert specs == [("aizk_directory", ScopeDirectory), ("aizk_budget", int), ("aizk_room", int)]
+    assert all(spec.name and spec.description for spec in step.config_specs)
 
 
 @pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
@@ -186,12 +188,15 @@ class RunRecorder(BaseCallbackHandler):
 
     def __init__(self) -> None:
         self.names: dict[Any, str] = {}
+        self.inputs: list[Any] = []
         self.outputs: list[tuple[str, Any]] = []
 
     def on_chain_start(
         self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: Any, **kwargs: Any
     ) -> None:
         self.names[run_id] = kwargs.get("name") or ""
+        if self.names[run_id] == "AizkEvidenceCompressor":
+            self.inputs.append(inputs)
 
     def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
         self.outputs.append((self.names.get(run_id, ""), outputs))
@@ -208,6 +213,7 @@ def test_a_compressor_inside_contextual_compression_leaves_a_run_with_its_counts
         base_compressor=AizkEvidenceCompressor(directory=SAM), base_retriever=club_retriever()
     )
     wrapped.invoke("sidecar", config={"callbacks": [recorder]})
+    assert recorder.inputs == [{"documents": 2}]
     assert recorder.packer_counts() == [
         {"kept": 1, "cut_by_budget": 0, "withheld": 1, "tokens_used": 9, "budget": 2048}
     ]

@@ -69,6 +69,11 @@ def test_the_llama_index_counter_counts_with_settings_tokenizer() -> None:
     assert counter_from_llama_index(Settings.tokenizer)(text) == len(Settings.tokenizer(text))
 
 
+def test_a_counter_shows_what_it_counts_with_in_a_settings_repr() -> None:
+    # What a notebook shows for an adapter's `token_counter`: the caller's own tokenizer.
+    assert repr(counter_from_tiktoken(ENCODING)) == f"_TiktokenCount({ENCODING!r})"
+
+
 @pytest.mark.parametrize(
     ("builder", "wrong", "names"),
     [
@@ -80,7 +85,7 @@ def test_the_llama_index_counter_counts_with_settings_tokenizer() -> None:
 def test_a_counter_is_refused_at_once_when_given_the_wrong_object(
     builder: object, wrong: object, names: str
 ) -> None:
-    with pytest.raises(TypeError, match=f"not {names}$"):
+    with pytest.raises(TypeError, match=f"^{builder.__name__} needs .* not {names}$"):  # type: ignore[attr-defined]
         builder(wrong)  # type: ignore[operator]
 
 
