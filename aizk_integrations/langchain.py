@@ -322,21 +322,22 @@ class AizkEvidenceBlock(RunnableSerializable[Sequence[Document], str]):
     def invoke(
         self, input: Sequence[Document], config: RunnableConfig | None = None, **kwargs: Any
     ) -> str:
-        return self._call_with_config(self._block, input, config, **kwargs)
+        return self._call_with_config(self._block, input, config)
 
     async def ainvoke(
         self, input: Sequence[Document], config: RunnableConfig | None = None, **kwargs: Any
     ) -> str:
         # Packing never waits on I/O, so the sync path runs in place.
-        return self.invoke(input, config, **kwargs)
+        return self.invoke(input, config)
 
     def _block(
         self,
         documents: Sequence[Document],
-        run_manager: CallbackManagerForChainRun,
+        run_manager: CallbackManagerForChainRun,  # LangChain's calling convention; unused
         config: RunnableConfig,
     ) -> str:
-        return self.compressor._pack_documents(documents, config, run_manager.get_child()).block()
+        # `config` is this run's child config: the packer's own run nests under the step's.
+        return self.compressor._pack_documents(documents, config).block()
 
 
 class AizkEvidenceRetriever(BaseRetriever):
@@ -480,5 +481,5 @@ def _page_content_of(document: Document, position: int) -> object:
 def _name(documents: Sequence[Document], position: int, authorized: bool) -> str:
     """How an error names a document: its index, and its id once it is known to be readable."""
     name = f"documents[{position}]"
-    identifier = getattr(documents[position], "id", None) if authorized else None
+    identifier = documents[position].id if authorized else None  # authorized: a Document
     return f"{name} (id {quoted(identifier)})" if identifier else name

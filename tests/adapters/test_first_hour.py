@@ -6,6 +6,7 @@ nothing is kept, warnings that say what to fix, traces that show the packer, and
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import pickle
@@ -19,6 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListLLM
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import collect_runs
 from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core import Settings
@@ -257,6 +259,42 @@ def test_a_bare_compressor_call_is_traced_when_langchain_traces_around_it() -> N
             }
         }
     ]
+
+
+def run_tree(run: Any) -> tuple[str, list[Any]]:
+    """A traced run as `(name, [its children's trees])`."""
+    return run.name, [run_tree(child) for child in run.child_runs]
+
+
+def test_the_packers_run_nests_under_the_step_that_ran_it() -> None:
+    with collect_runs() as collector:
+        (club_retriever() | AizkEvidenceCompressor(directory=SAM).as_runnable()).invoke("x")
+    [root] = [run_tree(run) for run in collector.traced_runs]
+    assert root == (
+        "RunnableSequence",
+        [
+            ("VectorStoreRetriever", []),
+            ("AizkEvidenceBlock", [("AizkEvidenceCompressor", [])]),
+        ],
+    )
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_our_retrievers_run_holds_the_base_retrievers_and_the_packers(asynchronous: bool) -> None:
+    retriever = AizkEvidenceRetriever(base_retriever=club_retriever())
+    config: RunnableConfig = {"configurable": {"aizk_directory": SAM}}
+
+    async def ask() -> list[Document]:
+        return await retriever.ainvoke("sidecar", config)
+
+    with collect_runs() as collector:
+        found = asyncio.run(ask()) if asynchronous else retriever.invoke("sidecar", config)
+    assert "Sam" in found[0].page_content
+    [root] = [run_tree(run) for run in collector.traced_runs]
+    assert root == (
+        "AizkEvidenceRetriever",
+        [("VectorStoreRetriever", []), ("AizkEvidenceCompressor", [])],
+    )
 
 
 class EventRecorder(BaseEventHandler):

@@ -202,7 +202,12 @@ def test_a_call_changes_the_budget_through_the_config() -> None:
         ({"aizk_budget": "512"}, TypeError, "'aizk_budget': budget must be an int >= 0, not str"),
         ({"aizk_budget": True}, TypeError, "'aizk_budget': budget must be an int >= 0, not bool"),
         ({"aizk_directory": None}, TypeError, "'aizk_directory' must be a ScopeDirectory"),
-        ({"aizk_directory": {"sam": "private"}}, TypeError, "not switch authorization off"),
+        (
+            {"aizk_directory": {"sam": "private"}},
+            TypeError,
+            "configurable 'aizk_directory' must be a ScopeDirectory (a call may switch readers "
+            "but not switch authorization off), not dict",
+        ),
     ],
 )
 def test_a_bad_per_call_setting_is_an_error_naming_the_key_and_what_is_allowed(

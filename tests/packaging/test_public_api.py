@@ -130,7 +130,7 @@ def test_each_adapter_loads_only_the_frameworks_its_extra_installs(
 def test_every_field_we_define_says_what_it_is_for() -> None:
     # The descriptions are what IDEs, `model_json_schema()` and LangChain's tool schemas show.
     from aizk_integrations import Candidate, Evidence, RecallResult, Scope, ScopeDirectory
-    from aizk_integrations.langchain import AizkEvidenceCompressor
+    from aizk_integrations.langchain import AizkEvidenceCompressor, AizkEvidenceRetriever
     from aizk_integrations.llama_index import (
         AizkEvidencePacked,
         AizkEvidencePostprocessor,
@@ -144,6 +144,7 @@ def test_every_field_we_define_says_what_it_is_for() -> None:
         Scope,
         ScopeDirectory,
         AizkEvidenceCompressor,
+        AizkEvidenceRetriever,
         AizkEvidencePostprocessor,
         AizkMemoryBlock,
         AizkEvidencePacked,
