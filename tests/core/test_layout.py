@@ -12,6 +12,8 @@ What it guards:
   string ids, a `TextNode`'s text): held to the standard library's and LlamaIndex's answers.
 * The adapters build the cut table only when DEBUG logging is on.
 * The LlamaIndex block node's id is uuid5's, computed without building a `UUID`.
+* Containment passes over most text after a few one-character tests: held to leaving alone
+  only what `contain` would leave alone, and to passing over prose with lone markers.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from aizk_integrations import (
     Scope,
     ScopeDirectory,
 )
-from aizk_integrations._containment import TEXT_OFFSET, contain, inert
+from aizk_integrations._containment import TEXT_OFFSET, contain, inert, might_reach_out
 from aizk_integrations._packing import Packing
 from aizk_integrations._rendering import (
     BOUNDARY,
@@ -414,3 +416,18 @@ def test_containment_reads_a_text_where_the_template_puts_it_in_its_bullet() -> 
     assert label.startswith("- **")
     assert blank == ""
     assert text == "  " + TEXT_OFFSET + "text"
+
+
+@given(st.text(st.sampled_from("<>[]:`~-*+ \t\n1.)a!/")))
+def test_text_containment_passes_over_is_text_it_would_leave_as_it_is(text: str) -> None:
+    lines = text.splitlines()
+    if not might_reach_out(text, lines):
+        assert contain(lines) == lines
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x < 3 and y > 2", "see [1] above", "a `code` span", "about ~5 km", "- a list", "> quoted"],
+)
+def test_containment_passes_over_prose_with_lone_markers(text: str) -> None:
+    assert not might_reach_out(text, text.splitlines())
