@@ -87,10 +87,6 @@ the only place a link reference definition can begin."""
 
 _CONTAINER_MARKER = re.compile(r"[ \t]*(>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$))")
 _FENCE = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
-_LIST_ITEM = re.compile(r"( {0,3})([-*+]|\d{1,9}[.)])( +|$)")
-_BLOCK_START = re.compile(
-    r" {0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$|>|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$))"
-)
 
 
 def contain(lines: list[str]) -> list[str]:
@@ -142,46 +138,22 @@ def _open_fence(lines: list[str]) -> str | None:
     """The closing fence for a code fence the text leaves open at its own top level, if any.
 
     Only such a fence runs on into the item's `Resource` line: one inside a block quote or a
-    list item of the text ends where they do. So this follows the text's top-level blocks as
-    CommonMark does: fences, list items (by their content column, with the fences inside them
-    and the lazy paragraph lines that keep them open) and block quotes (whose lines all start
-    with `>`, or are lazy, and so never open a top-level fence).
+    list item of the text ends where they do. Where the bullet puts the text (`TEXT_OFFSET`),
+    those need no tracking: a block quote's lines start with `>`, a list item's content starts
+    at least four columns in, too deep for a fence to open there, and a line that opens a fence
+    is never a lazy continuation. So the text's top-level fences are its lines that open or
+    close one, read in order.
     """
     fence: tuple[str, int] | None = None  # the open top-level fence: its character and length
-    item: int | None = None  # the content column of the open top-level list item
-    inner: tuple[str, int] | None = None  # a fence open inside that item
-    lazy_allowed = False  # the previous line was paragraph text a lazy line may continue
     for raw in lines:
         # Where the line sits in the rendered bullet: a text line indented two spaces of its
-        # own is already an indented code block there, not a fence or a list item.
+        # own is already an indented code block there, not a fence.
         line = (TEXT_OFFSET + raw.expandtabs(4)).rstrip()
         if fence is not None:
-            fence = None if _closes(line, fence) else fence
-            continue
-        if not line:
-            lazy_allowed = False
-            continue
-        indent = len(line) - len(line.lstrip(" "))
-        if item is not None and indent >= item:
-            nested = line[item:]
-            if inner is not None:
-                inner = None if _closes(nested, inner) else inner
-            elif opening := _opening(nested):
-                inner = opening
-            lazy_allowed = inner is None and not _BLOCK_START.match(nested)
-            continue
-        if item is not None and lazy_allowed and not _starts_block(line):
-            continue  # a lazy continuation of the item's paragraph: the item stays open
-        item = inner = None
-        if opening := _opening(line):
+            if _closes(line, fence):
+                fence = None
+        elif opening := _opening(line):
             fence = opening
-        elif marker := _LIST_ITEM.match(line):
-            spaces = len(marker.group(3))
-            width = len(marker.group(1)) + len(marker.group(2))
-            item = width + (spaces if 1 <= spaces <= 4 and len(line) > len(marker.group(0)) else 1)
-            lazy_allowed = len(line) > len(marker.group(0))
-            continue
-        lazy_allowed = not _starts_block(line)
     return None if fence is None else fence[0] * fence[1]
 
 
@@ -201,10 +173,6 @@ def _closes(line: str, fence: tuple[str, int]) -> bool:
         and len(match.group(2)) >= fence[1]
         and not match.group(3).strip()
     )
-
-
-def _starts_block(line: str) -> bool:
-    return bool(_BLOCK_START.match(line) or _FENCE.fullmatch(line))
 
 
 def inert(text: str) -> str:

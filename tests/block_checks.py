@@ -281,8 +281,10 @@ def _items(lines: list[str], resources: Sequence[str | None] | None) -> list[_It
             uri = lines[last][len(INDENT) + len("Resource `") : -1] if found else None
         found = found and not lines[last - 1]
         body = lines[start + 1 : last - 1 if found else last + 1]
-        # The item's content starts at column 2 (after "- "): strip that much, no more.
-        text = "\n".join(line[2:] if line.startswith("  ") else line for line in body)
+        # The item's content starts at column 2 (after "- "): strip that much, no more. Tabs
+        # are expanded where the block puts them first (stops of 4 from column 0, as CommonMark
+        # reads structure), since a tab two columns further left would reach a different stop.
+        text = "\n".join(line.expandtabs(4)[2:] if line.startswith("  ") else line for line in body)
         everything = "\n".join(lines[start + 1 : end])
         items.append(
             _Item(start, end, last + 1, last if found else None, uri, text.strip("\n"), everything)

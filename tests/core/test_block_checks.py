@@ -11,6 +11,7 @@ import pytest
 
 from aizk_integrations import Scope
 from tests.block_checks import (
+    BOUNDARY,
     NOTICE,
     Failure,
     assert_block_holds,
@@ -219,3 +220,12 @@ def test_a_lone_surrogate_reaching_the_block_is_caught() -> None:
     for text in texts:
         failures = check_block(_safe_block([text], "plain"), [text], 1)
         assert ("lines", "unencodable") in {(f.check, f.kind) for f in failures}
+
+
+def test_a_tab_is_read_where_the_block_puts_it() -> None:
+    # In the block, the tab after four spaces reaches column 8: six columns into the bullet,
+    # past the first list item's content column, so the second line is a nested list. Read two
+    # columns to the left the same tab would stop at column 4, and the line would be text.
+    text = "1. ordered\n\t1. ordered"
+    block = f"{BOUNDARY}\n\n## Evidence\n\n- **Source excerpt**\n\n    1. ordered\n    \t1. ordered"
+    assert check_block(block, [text]) == []
