@@ -18,7 +18,7 @@ CHARS_PER_TOKEN_RANGE = (0.1, 100.0)
 class CharsPerToken:
     """The seed's estimate, `ceil(len(text) / chars_per_token)`: the counter when none is given.
 
-    A plain callable rather than a model so it goes wherever a `TokenCounter` goes, and pickles.
+    A plain callable rather than a model, so it goes wherever a `TokenCounter` goes.
     """
 
     __slots__ = ("chars_per_token",)
@@ -28,9 +28,6 @@ class CharsPerToken:
 
     def __call__(self, text: str) -> int:
         return ceil(len(text) / self.chars_per_token)
-
-    def __reduce__(self) -> tuple[type[CharsPerToken], tuple[float]]:
-        return CharsPerToken, (self.chars_per_token,)
 
 
 def check_chars_per_token(value: object) -> float:

@@ -138,7 +138,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
     """
 
     # Unknown settings are refused by PackingSettings' own `extra="forbid"`.
-    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     return_documents: bool = Field(
         default=False,

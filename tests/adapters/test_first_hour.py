@@ -297,6 +297,37 @@ def test_our_retrievers_run_holds_the_base_retrievers_and_the_packers(asynchrono
     )
 
 
+class ConfigRecorder(BaseRetriever):
+    """A base retriever that notes the per-request settings its caller hands it."""
+
+    seen: list[dict[str, Any]] = Field(default_factory=list)
+
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        self.seen.append(dict((config or {}).get("configurable", {})))
+        return super().invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        self.seen.append(dict((config or {}).get("configurable", {})))
+        return await super().ainvoke(input, config, **kwargs)
+
+    def _get_relevant_documents(self, query: str, **kwargs: Any) -> list[Document]:
+        return [Document("Sam's note: the sidecar is back.", metadata={"scopes": ["sam"]})]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_our_retriever_hands_the_base_retriever_the_requests_settings(asynchronous: bool) -> None:
+    # A base retriever may be configurable itself (search settings per request, say).
+    base = ConfigRecorder()
+    retriever = AizkEvidenceRetriever(base_retriever=base)
+    config: RunnableConfig = {"configurable": {"aizk_directory": SAM, "k": 3}}
+    if asynchronous:
+        found = asyncio.run(retriever.ainvoke("sidecar", config))
+    else:
+        found = retriever.invoke("sidecar", config)
+    assert "Sam" in found[0].page_content
+    assert base.seen == [{"aizk_directory": SAM, "k": 3}]
+
+
 class EventRecorder(BaseEventHandler):
     """What a LlamaIndex tracing handler sees of our events."""
 
