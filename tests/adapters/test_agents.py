@@ -33,6 +33,7 @@ from llama_index.core.memory import InsertMethod, Memory
 from llama_index.core.schema import TextNode
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 from llama_index.core.utils import get_tokenizer
+from pydantic import Field
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import ScopeDirectory
@@ -133,6 +134,53 @@ def test_the_reader_can_come_from_the_agents_runtime_context() -> None:
     [block] = evidence_messages(recorder.calls[0])
     assert "Ana: buy twine" in str(block.content)
     assert "Sam" not in str(block.content)
+
+
+class ReaderRecorder(BaseRetriever):
+    """A retriever that notes the reader its caller hands it (one may filter by reader itself)."""
+
+    readers: list[object] = Field(default_factory=list)
+
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        self.readers.append((config or {}).get("configurable", {}).get("aizk_directory"))
+        return super().invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        self.readers.append((config or {}).get("configurable", {}).get("aizk_directory"))
+        return await super().ainvoke(input, config, **kwargs)
+
+    def _get_relevant_documents(self, query: str, **kwargs: Any) -> list[Document]:
+        return [Document(text, metadata={"scopes": s}) for text, s in NOTES.items()]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_the_retriever_runs_with_the_turns_reader_from_the_runtime_context(
+    asynchronous: bool,
+) -> None:
+    retriever = ReaderRecorder()
+    model = GenericFakeChatModel(messages=iter([AIMessage("answer")]))
+    tenant_agent: Any = create_agent(
+        model, middleware=[AizkMemoryMiddleware(retriever)], context_schema=Tenant
+    )
+    question = {"messages": [("human", "Anything to buy?")]}
+    if asynchronous:
+        asyncio.run(tenant_agent.ainvoke(question, context=Tenant(aizk_directory=ANA)))
+    else:
+        tenant_agent.invoke(question, context=Tenant(aizk_directory=ANA))
+    assert retriever.readers == [ANA]
+
+
+def test_a_runtime_context_naming_something_else_as_the_reader_is_an_error() -> None:
+    message = (
+        "the agent's context 'aizk_directory' must be a ScopeDirectory (a request may switch "
+        "readers but not switch authorization off), not str"
+    )
+    with pytest.raises(TypeError) as raised:
+        agent(context_schema=Tenant).invoke(
+            {"messages": [("human", "Anything to buy?")]},
+            context=Tenant(aizk_directory="ana"),  # type: ignore[arg-type]
+        )
+    assert raised.value.args == (message,)  # LangGraph adds a note naming its task
 
 
 def test_an_async_turn_gets_what_a_sync_turn_gets() -> None:

@@ -182,6 +182,16 @@ def test_wrong_inputs_say_what_was_expected(wrong: Any, message: str) -> None:
         AizkEvidenceCompressor().compress_documents(wrong, "q")
 
 
+def test_wrong_containers_of_nodes_say_a_list_of_nodewithscore_was_expected() -> None:
+    postprocessor = AizkEvidencePostprocessor()
+    node = NodeWithScore(node=TextNode(text="x"), score=1.0)
+    with pytest.raises(TypeError) as raised:
+        postprocessor.postprocess_nodes(node)  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "expected a list of NodeWithScore, got NodeWithScore; wrap a single item in a list"
+    )
+
+
 # Counts that travel, in traces and logs
 
 

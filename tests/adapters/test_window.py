@@ -148,7 +148,10 @@ def test_a_window_with_no_room_left_gives_no_evidence_and_says_so(
     caplog.set_level(logging.WARNING, logger="aizk_integrations.llama_index")
     assert evidence.postprocess_nodes([], query_str="x " * 300) == []
     [record] = caplog.records
-    assert "leaves no room for evidence" in record.getMessage()
+    assert record.getMessage() == (
+        "aizk: SmallWindowLLM's context window leaves no room for evidence under this engine's "
+        "prompt and query; the query gets none"
+    )
 
 
 def test_fitting_needs_a_budget_on_the_whole_block() -> None:
@@ -284,3 +287,14 @@ def test_a_window_of_one_token_is_a_window_with_no_room(caplog: pytest.LogCaptur
     caplog.set_level(logging.WARNING, logger="aizk_integrations.langchain")
     assert context_room(chat_model(1), CHAT_PROMPT, window=1, question="q") == 0
     assert "leaves no room for evidence" in caplog.records[0].getMessage()
+
+
+def test_a_window_that_leaves_one_token_leaves_room_for_one_token(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    model = chat_model(10_000)
+    spare = context_room(model, CHAT_PROMPT, window=10_000, question="q")
+    tight = 10_000 - spare + 1
+    assert context_room(model, CHAT_PROMPT, window=tight, question="q") == 1
+    assert context_room(model, CHAT_PROMPT, window=tight - 1, question="q") == 0
+    assert ["leaves no room for evidence" in r.getMessage() for r in caplog.records] == [True]
