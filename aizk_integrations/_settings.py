@@ -205,7 +205,8 @@ class PackingSettings(BaseModel):
         advice = []
         if reasons[Withheld.NO_READER]:
             advice.append(
-                f"{reasons[Withheld.NO_READER]} name scopes and the call has no reader: give "
+                f"{_items(reasons[Withheld.NO_READER], 'name')} scopes and the call has no "
+                "reader: give "
                 f"the adapter a directory, {per_request}, or set "
                 "allow_scoped_without_reader=True where every caller may see everything"
             )
@@ -227,12 +228,13 @@ class PackingSettings(BaseModel):
         elif not packing.kept:
             if reasons[Withheld.UNSCOPED]:
                 advice.append(
-                    f"{reasons[Withheld.UNSCOPED]} name no scope under the metadata key "
+                    f"{_items(reasons[Withheld.UNSCOPED], 'name')} no scope under the metadata key "
                     f"{self.scopes_key!r}: put their scope ids there, or set allow_unscoped=True"
                 )
             if reasons[Withheld.NOT_PERMITTED]:
                 advice.append(
-                    f"{reasons[Withheld.NOT_PERMITTED]} name a scope outside the reader's directory"
+                    f"{_items(reasons[Withheld.NOT_PERMITTED], 'name')} a scope outside the "
+                    "reader's directory"
                 )
         if not advice:
             return None
@@ -241,3 +243,8 @@ class PackingSettings(BaseModel):
             f"aizk withheld {len(packing.withheld)} of the {read} items read and kept "
             f"{len(packing.kept)}: " + "; ".join(advice)
         )
+
+
+def _items(count: int, verb: str) -> str:
+    """`1 item names`, `4 items name`: a count of items and what they do, in agreement."""
+    return f"1 item {verb}s" if count == 1 else f"{count} items {verb}"

@@ -16,8 +16,9 @@ import pytest
 from llama_index.core import VectorStoreIndex
 from llama_index.core.chat_engine.types import BaseChatEngine
 from llama_index.core.embeddings import MockEmbedding
-from llama_index.core.llms import MockLLM
+from llama_index.core.llms import LLMMetadata, MockLLM
 from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import TextNode
 
 from aizk_integrations import ScopeDirectory
@@ -115,3 +116,60 @@ def assert_anas_turns(answer: str) -> None:
     assert BOUNDARY not in instructions
     assert "Ana: buy twine" in question
     assert "Sam" not in question
+
+
+class WindowedMockLLM(MockLLM):
+    """The mock LLM with a given context window: a small one makes the engine refine."""
+
+    window: int = 3900
+
+    def __init__(self, window: int) -> None:
+        super().__init__()
+        self.window = window
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(context_window=self.window, num_output=16)
+
+
+TEMPLATE_ARGUMENTS = {
+    AizkContextChatEngine: ("context_template", "context_refine_template"),
+    AizkCondensePlusContextChatEngine: ("context_prompt", "context_refine_prompt"),
+}
+
+
+@pytest.mark.parametrize(("window", "marker"), [(3900, "QA-FILLED"), (900, "REFINE-FILLED")])
+def test_the_engines_templates_keep_their_function_mappings(
+    engine: type[BaseChatEngine], window: int, marker: str
+) -> None:
+    # A large window answers in one call, with the question-answering template; a small one
+    # refines, and the answer is the refine call's.
+    notes = [
+        TextNode(text=f"Sam's note {n}: " + "word " * 40, metadata={"scopes": ["sam"]})
+        for n in range(12)
+    ]
+    index = VectorStoreIndex(notes, embed_model=MockEmbedding(embed_dim=8))
+    qa, refine = TEMPLATE_ARGUMENTS[engine]
+    chat: BaseChatEngine = engine.from_defaults(  # type: ignore[attr-defined]
+        retriever=index.as_retriever(similarity_top_k=12),
+        llm=(llm := WindowedMockLLM(window=window)),
+        memory=ChatMemoryBuffer.from_defaults(llm=llm),
+        node_postprocessors=[AizkEvidencePostprocessor()],
+        **{
+            qa: PromptTemplate("{mark}\n{context_str}", function_mappings={"mark": qa_mark}),
+            refine: PromptTemplate(
+                "{mark}\n{context_msg}", function_mappings={"mark": refine_mark}
+            ),
+        },
+    )
+    with reading_as(ScopeDirectory.for_caller("sam", {})):
+        answer = str(chat.chat("What do the notes say?"))
+    assert marker in answer
+
+
+def qa_mark(**kwargs: object) -> str:
+    return "QA-FILLED"
+
+
+def refine_mark(**kwargs: object) -> str:
+    return "REFINE-FILLED"

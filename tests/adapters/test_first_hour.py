@@ -31,12 +31,13 @@ from llama_index.core.schema import (
     MetadataMode,
     NodeRelationship,
     NodeWithScore,
+    ObjectType,
     RelatedNodeInfo,
     TextNode,
 )
 from pydantic import Field
 
-from aizk_integrations import ScopeDirectory, TokenCounter
+from aizk_integrations import EvidenceError, ScopeDirectory, TokenCounter
 from aizk_integrations.counters import (
     counter_from_langchain,
     counter_from_llama_index,
@@ -189,6 +190,31 @@ def test_wrong_containers_of_nodes_say_a_list_of_nodewithscore_was_expected() ->
         postprocessor.postprocess_nodes(node)  # type: ignore[arg-type]
     assert str(raised.value) == (
         "expected a list of NodeWithScore, got NodeWithScore; wrap a single item in a list"
+    )
+
+
+def test_a_list_of_bare_nodes_says_to_wrap_each_node() -> None:
+    with pytest.raises(EvidenceError) as raised:
+        AizkEvidencePostprocessor().postprocess_nodes([TextNode(text="x")])  # type: ignore[list-item]
+    assert str(raised.value) == (
+        "nodes[0]: expected a NodeWithScore, got TextNode "
+        "(wrap each node: NodeWithScore(node=node))"
+    )
+
+
+def test_with_no_reader_the_warning_says_how_to_name_one_in_llama_index(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="aizk_integrations.llama_index")
+    note = TextNode(text="Sam's note", metadata={"scopes": ["sam"]})
+    assert AizkEvidencePostprocessor().postprocess_nodes([NodeWithScore(node=note)]) == []
+    [record] = caplog.records
+    assert record.getMessage() == (
+        "aizk withheld 1 of the 1 items read and kept 0: 1 item names scopes and the call has "
+        "no reader: give the adapter a directory, run the request inside `with "
+        "reading_as(directory):` (a plain thread does not inherit it: submit "
+        "`contextvars.copy_context().run` with the call to carry it), or set "
+        "allow_scoped_without_reader=True where every caller may see everything"
     )
 
 
@@ -491,7 +517,12 @@ def test_citation_keys_never_reach_the_block() -> None:
 
 
 def test_kept_nodes_keep_citations_and_relationships_out_of_the_prompt() -> None:
-    source = RelatedNodeInfo(node_id="file-1", metadata={"scopes": ["ana"], "owner": "ana"})
+    source = RelatedNodeInfo(
+        node_id="file-1",
+        node_type=ObjectType.DOCUMENT,
+        metadata={"scopes": ["ana"], "owner": "ana"},
+        hash="h-1",
+    )
     node = TextNode(
         id_="n-1",
         text="one two three",
@@ -515,8 +546,13 @@ def test_kept_nodes_keep_citations_and_relationships_out_of_the_prompt() -> None
     prompt_view = kept.node.get_content(metadata_mode=MetadataMode.LLM)
     assert "plan.md" not in prompt_view
     assert "provenance: source" in prompt_view
+    embedding_view = kept.node.get_content(metadata_mode=MetadataMode.EMBED)
+    assert "plan.md" not in embedding_view
+    assert "provenance: source" in embedding_view
     relationships = kept.node.relationships
-    assert relationships[NodeRelationship.SOURCE] == RelatedNodeInfo(node_id="file-1")
+    assert relationships[NodeRelationship.SOURCE] == RelatedNodeInfo(
+        node_id="file-1", node_type=ObjectType.DOCUMENT, hash="h-1"
+    )
     assert relationships[NodeRelationship.CHILD] == [
         RelatedNodeInfo(node_id="child-1"),
         RelatedNodeInfo(node_id="child-2"),

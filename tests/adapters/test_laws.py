@@ -333,7 +333,7 @@ def test_without_a_reader_scoped_items_are_withheld_and_the_log_says_why(
     assert answer.counts["withheld"] == 4
     [record] = [r for r in caplog.records if r.name == adapter.logger]
     message = record.getMessage()
-    assert "4 name scopes and the call has no reader" in message
+    assert "4 items name scopes and the call has no reader" in message
     assert "allow_scoped_without_reader=True" in message
     for text in (PLAN, ANA_SECRET, PREFERENCE, SIDECAR, UNSCOPED):
         assert text not in message
