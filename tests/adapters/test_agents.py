@@ -355,10 +355,19 @@ def test_one_block_shared_by_two_sessions_shrinks_each_sessions_own_evidence() -
         assert other not in shrunk
 
 
-@pytest.mark.parametrize("question", ["", "   "])
-def test_nothing_to_recall_for_gives_no_block(question: str) -> None:
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [ChatMessage(role=MessageRole.USER, content="")],
+        [ChatMessage(role=MessageRole.USER, content="   ")],
+        [ChatMessage(role=MessageRole.ASSISTANT, content="Hello, Sam.")],
+        [],
+    ],
+    ids=["empty question", "blank question", "no user turn", "no messages"],
+)
+def test_nothing_to_recall_for_gives_no_block(messages: list[ChatMessage]) -> None:
     block = AizkMemoryBlock(retriever=notes_index().as_retriever())
-    assert asyncio.run(block.aget([ChatMessage(role=MessageRole.USER, content=question)])) == ""
+    assert asyncio.run(block.aget(messages)) == ""
 
 
 def test_importing_the_middleware_without_langchain_agents_says_which_extra_to_install(
