@@ -402,9 +402,18 @@ def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> N
     ("settings", "entries", "advice"),
     [
         ({"directory": SAM}, [("loader text", {}), ("splitter text", {})], "allow_unscoped=True"),
-        ({"directory": SAM}, [("loader text", {})], "under the metadata key 'scopes'"),
-        ({"directory": SAM}, [("Ana's", {"scopes": ["ana"]})], "outside the reader's directory"),
-        ({}, [("my own note", {"scopes": ["sam"]})], "the call has no reader"),
+        ({"directory": SAM}, [("loader text", {})], "1 item names no scope under the metadata"),
+        (
+            {"directory": SAM},
+            [("Ana's", {"scopes": ["ana"]}), ("Bo's", {"scopes": ["bo"]})],
+            ": 2 items name a scope outside the reader's directory",
+        ),
+        (
+            {"directory": SAM},
+            [("Ana's", {"scopes": ["ana"]})],
+            ": 1 item names a scope outside the reader's directory",
+        ),
+        ({}, [("my own note", {"scopes": ["sam"]})], "1 item names scopes and the call has no"),
     ],
 )
 def test_one_warning_says_why_everything_was_withheld_and_how_to_fix_it(
