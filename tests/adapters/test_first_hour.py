@@ -24,9 +24,6 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import collect_runs
 from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core import Settings
-from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import (
     MetadataMode,
     NodeRelationship,
@@ -35,7 +32,6 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
-from pydantic import Field
 
 from aizk_integrations import EvidenceError, ScopeDirectory, TokenCounter
 from aizk_integrations.counters import (
@@ -44,8 +40,9 @@ from aizk_integrations.counters import (
     counter_from_tiktoken,
 )
 from aizk_integrations.langchain import AizkEvidenceCompressor, AizkEvidenceRetriever
-from aizk_integrations.llama_index import AizkEvidencePacked, AizkEvidencePostprocessor
+from aizk_integrations.llama_index import AizkEvidencePostprocessor
 from tests.adapters.harness import Adapter, Entry
+from tests.adapters.recorders import SettingsRecorder, packed_events
 from tests.offline_tokenizers import cl100k
 
 SAM = ScopeDirectory.for_caller("sam", {})
@@ -333,27 +330,11 @@ def test_our_retrievers_run_holds_the_base_retrievers_and_the_packers(asynchrono
     )
 
 
-class ConfigRecorder(BaseRetriever):
-    """A base retriever that notes the per-request settings its caller hands it."""
-
-    seen: list[dict[str, Any]] = Field(default_factory=list)
-
-    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        self.seen.append(dict((config or {}).get("configurable", {})))
-        return super().invoke(input, config, **kwargs)
-
-    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        self.seen.append(dict((config or {}).get("configurable", {})))
-        return await super().ainvoke(input, config, **kwargs)
-
-    def _get_relevant_documents(self, query: str, **kwargs: Any) -> list[Document]:
-        return [Document("Sam's note: the sidecar is back.", metadata={"scopes": ["sam"]})]
-
-
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_our_retriever_hands_the_base_retriever_the_requests_settings(asynchronous: bool) -> None:
     # A base retriever may be configurable itself (search settings per request, say).
-    base = ConfigRecorder()
+    note = Document("Sam's note: the sidecar is back.", metadata={"scopes": ["sam"]})
+    base = SettingsRecorder(documents=[note])
     retriever = AizkEvidenceRetriever(base_retriever=base)
     config: RunnableConfig = {"configurable": {"aizk_directory": SAM, "k": 3}}
     if asynchronous:
@@ -364,25 +345,8 @@ def test_our_retriever_hands_the_base_retriever_the_requests_settings(asynchrono
     assert base.seen == [{"aizk_directory": SAM, "k": 3}]
 
 
-class EventRecorder(BaseEventHandler):
-    """What a LlamaIndex tracing handler sees of our events."""
-
-    events: list[BaseEvent] = Field(default_factory=list)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "EventRecorder"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        if isinstance(event, AizkEvidencePacked):
-            self.events.append(event)
-
-
 def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> None:
-    recorder = EventRecorder()
-    root = get_dispatcher()
-    root.add_event_handler(recorder)
-    try:
+    with packed_events() as recorder:
         nodes = LLAMA().items(ENTRIES)
         assert (
             AizkEvidencePostprocessor(
@@ -391,10 +355,8 @@ def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> N
             == []
         )
         AizkEvidencePostprocessor(directory=SAM).postprocess_nodes(nodes)
-    finally:
-        root.event_handlers.remove(recorder)
-    assert [event.counts["kept"] for event in recorder.events] == [0, 3]  # type: ignore[attr-defined]
-    assert recorder.events[0].counts["withheld"] == 3  # type: ignore[attr-defined]
+    assert [event.counts["kept"] for event in recorder.events] == [0, 3]
+    assert recorder.events[0].counts["withheld"] == 3
     assert recorder.events[0].span_id  # sent inside the postprocessor's span
 
 

@@ -275,7 +275,7 @@ def test_tracing_handlers_still_see_the_postprocessor_span_with_its_arguments() 
     unmarked.__defaults__ = original.__defaults__
     unmarked.__annotations__ = original.__annotations__
     assert not hasattr(unmarked, "__signature__")
-    assert inspect.signature(original) == inspect.signature(unmarked)
+    assert vars(original)["__signature__"] == inspect.signature(unmarked)  # given, and right
     recorder = SpanRecorder()
     root = get_dispatcher()
     root.add_span_handler(recorder)

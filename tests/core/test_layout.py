@@ -12,15 +12,12 @@ What it guards:
   string ids, a `TextNode`'s text): held to the standard library's and LlamaIndex's answers.
 * The adapters build the cut table only when DEBUG logging is on.
 * The LlamaIndex block node's id is uuid5's, computed without building a `UUID`.
-* The postprocessor's method carries its signature, so LlamaIndex's span need not compute it
-  on every call: held to the signature `inspect` computes.
 * Containment passes over most text after a few one-character tests: held to leaving alone
   only what `contain` would leave alone, and to passing over prose with lone markers.
 """
 
 from __future__ import annotations
 
-import inspect
 from uuid import UUID, uuid5
 
 import pytest
@@ -434,13 +431,3 @@ def test_text_containment_passes_over_is_text_it_would_leave_as_it_is(text: str)
 )
 def test_containment_passes_over_prose_with_lone_markers(text: str) -> None:
     assert not might_reach_out(text, text.splitlines())
-
-
-def test_the_postprocessors_method_carries_its_own_signature_for_the_span() -> None:
-    method = inspect.unwrap(AizkEvidencePostprocessor._postprocess_nodes)
-    given = vars(method)["__signature__"]
-    del method.__signature__
-    try:
-        assert given == inspect.signature(method)
-    finally:
-        method.__signature__ = given
