@@ -195,7 +195,9 @@ class PackingSettings(BaseModel):
         """
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("aizk evidence cut:\n%s", packing.table())
-        if (packing.withheld or packing.steps) and logger.isEnabledFor(logging.WARNING):
+        # Only what was withheld, or a call that read items and kept none, can need a word.
+        worth_a_look = packing.withheld or (packing.steps and not packing.kept)
+        if worth_a_look and logger.isEnabledFor(logging.WARNING):
             message = self._missing_message(packing, per_request)
             if message:
                 logger.warning("%s", message)
@@ -206,8 +208,7 @@ class PackingSettings(BaseModel):
         if reasons[Withheld.NO_READER]:
             advice.append(
                 f"{_items(reasons[Withheld.NO_READER], 'name')} scopes and the call has no "
-                "reader: give "
-                f"the adapter a directory, {per_request}, or set "
+                f"reader: give the adapter a directory, {per_request}, or set "
                 "allow_scoped_without_reader=True where every caller may see everything"
             )
         elif packing.kept:

@@ -236,15 +236,14 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         """Pack the nodes in the order given; the query plays no part in what is kept."""
         budget = counter = None
         if self.fit_to is not None:
-            budget = self._room(query_bundle)
-            if budget < 1:
+            room = self._room(query_bundle)
+            if room < 1:  # packed all the same, to a budget of 0: the counts still travel
                 logger.warning(
                     "aizk: %s's context window leaves no room for evidence under this "
                     "engine's prompt and query; the query gets none",
                     type(self.fit_to).__name__,
                 )
-                return []
-            budget = min(budget, self.budget)
+            budget = min(room, self.budget)
             counter = self.token_counter or counter_from_llama_index(get_tokenizer())
         with naming_items(lambda position, authorized: _name(nodes, position, authorized)):
             packing = self._pack(
