@@ -159,6 +159,31 @@ def test_a_window_with_no_room_left_gives_no_evidence_and_says_so(
     )
 
 
+def test_a_window_leaving_one_token_is_room_for_one_token(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    nodes = [NodeWithScore(node=note, score=1.0) for note in NOTES]
+
+    def budget_and_messages(window: int) -> tuple[int, list[str]]:
+        caplog.clear()
+        evidence = AizkEvidencePostprocessor(
+            directory=SAM, fit_to=SmallWindowLLM(window=window), budget_covers="block"
+        )
+        with packed_events() as recorder:
+            evidence.postprocess_nodes(nodes, query_str="q")
+        return recorder.events[0].counts["budget"], [r.getMessage() for r in caplog.records]
+
+    caplog.set_level(logging.WARNING, logger="aizk_integrations.llama_index")
+    low, high = 100, 2000  # no room, and room: the room grows with the window
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if budget_and_messages(middle)[0] < 1 else (low, middle)
+    budget, messages = budget_and_messages(high)
+    assert budget == 1
+    assert not any("leaves no room" in message for message in messages)
+    assert any("leaves no room" in message for message in budget_and_messages(low)[1])
+
+
 def test_fitting_needs_a_budget_on_the_whole_block() -> None:
     with pytest.raises(ValidationError, match="set budget_covers='block'"):
         AizkEvidencePostprocessor(fit_to=SmallWindowLLM())
