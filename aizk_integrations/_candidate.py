@@ -1,25 +1,26 @@
-"""One retrieved row as a caller hands it to `pack`: the public input model."""
+"""One retrieved item as a caller hands it to `pack`: the public input model."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from aizk_integrations._lanes import Lane, LaneName
-from aizk_integrations._rows import Row, check_encodable, resource_uri
-from aizk_integrations._scopes import Scope, ScopeDirectory, scope_ids
+from aizk_integrations._evidence import Evidence
+from aizk_integrations._lanes import PROVENANCE_OF_LANE, Lane, LaneName
+from aizk_integrations._scopes import ScopeDirectory, scope_ids
+from aizk_integrations._text import check_encodable
 from aizk_integrations._tokens import SEED_COUNTER
-from aizk_integrations._uuids import canonical_uuid
+from aizk_integrations._uuids import canonical_uuid, resource_uri
 
 ScopeIds = str | UUID | Collection[str | UUID]
 """What `Candidate(scopes=...)` takes: one id, or a list, tuple or set of ids."""
 
 
 class Candidate(BaseModel):
-    """A retrieved row in merit order, carrying what packing and rendering need."""
+    """A retrieved item in merit order, carrying what packing and rendering need."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -27,10 +28,10 @@ class Candidate(BaseModel):
     line: str = Field(strict=True, description="The evidence text exactly as it will be shown.")
     scopes: frozenset[str] = Field(
         default=frozenset(),
-        description="Ids of the access scopes the row lives in; readable by their intersection.",
+        description="Ids of the access scopes the item lives in; readable by their intersection.",
     )
     artifact_id: UUID | None = Field(
-        default=None, description="Stored artifact that grounded the row."
+        default=None, description="Stored artifact that grounded the item."
     )
     artifact_content_id: UUID | None = Field(
         default=None, description="Exact stored revision of that artifact."
@@ -65,7 +66,7 @@ class Candidate(BaseModel):
 
     @property
     def token_count(self) -> int:
-        """Tokens this row costs under the seed's heuristic, `ceil(len(line) / 4)`.
+        """Tokens this item costs under the seed's heuristic, `ceil(len(line) / 4)`.
 
         Deliberately cheap: packing runs on every recall, so a character count stands in for a
         tokenizer. Pass a `token_counter` to `pack` when the estimate is not good enough.
@@ -74,27 +75,22 @@ class Candidate(BaseModel):
 
     @property
     def resource_uri(self) -> str | None:
-        """Where an MCP client can fetch the exact revision that grounded this row."""
+        """Where an MCP client can fetch the exact revision that grounded this item."""
         artifact, content = self.artifact_id, self.artifact_content_id
         if artifact is None or content is None:
             return None
         return resource_uri(canonical_uuid(artifact), canonical_uuid(content))
 
 
-def candidate_rows(
-    candidates: Iterable[Candidate], directory: ScopeDirectory | None
-) -> Iterator[Row]:
-    """Candidates as rows, labelled with `directory`'s scopes (none without a directory).
+def candidate_evidence(candidate: Candidate, directory: ScopeDirectory | None) -> Evidence:
+    """A candidate as kept evidence, labelled with `directory`'s scopes (none without one).
 
-    Authorization is the caller's: with a directory, every candidate must be one its reader may
-    see, and one that is not is an error rather than a silently unlabelled row.
+    Authorization is the caller's: with a directory, the candidate must be one its reader may
+    see, and one that is not is an error rather than a silently unlabelled item.
     """
-    resolved: dict[frozenset[str], tuple[Scope, ...]] = {}
-    for position, candidate in enumerate(candidates):
-        if directory is None:
-            scopes: tuple[Scope, ...] = ()
-        elif candidate.scopes in resolved:
-            scopes = resolved[candidate.scopes]
-        else:
-            scopes = resolved[candidate.scopes] = directory.resolve(candidate.scopes)
-        yield Row(position, candidate.lane, candidate.line, scopes, candidate.resource_uri)
+    return Evidence(
+        provenance=PROVENANCE_OF_LANE[candidate.lane],
+        text=candidate.line,
+        scopes=() if directory is None else directory.resolve(candidate.scopes),
+        resource_uri=candidate.resource_uri,
+    )

@@ -1,4 +1,4 @@
-"""Where a row came from: six internal lanes, and the three public provenance classes."""
+"""Where an item came from: six internal lanes, and the three public provenance classes."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Literal
 
 
 class Lane(StrEnum):
-    """The retrieval lane a row came from.
+    """The retrieval lane an item came from.
 
-    Lanes are an internal detail: they decide the public provenance of a row and never appear in
-    the rendered block or the public JSON (only in the cut table, a debugging view).
+    Lanes are an internal detail: they decide the public provenance of an item and never appear
+    in the rendered block or the public JSON (only in the cut table, a debugging view).
     """
 
     SOURCES = "sources"
@@ -32,11 +32,6 @@ class Provenance(StrEnum):
     SESSION = "session"
     DERIVED = "derived"
 
-    @classmethod
-    def of_lane(cls, lane: Lane) -> Provenance:
-        """Where a lane lands in public: lane names themselves never cross."""
-        return PROVENANCE_OF_LANE[lane]
-
 
 PROVENANCE_OF_LANE = {
     Lane.SOURCES: Provenance.SOURCE,
@@ -46,3 +41,4 @@ PROVENANCE_OF_LANE = {
     Lane.COMMUNITIES: Provenance.DERIVED,
     Lane.OVERVIEW: Provenance.DERIVED,
 }
+"""Where each lane lands in public: lane names themselves never cross."""

@@ -10,17 +10,9 @@ from __future__ import annotations
 from math import ceil
 from typing import Literal, Protocol
 
-from aizk_integrations._rendering import (
-    BOUNDARY,
-    SCOPES_HEADER,
-    item_piece,
-    label_of,
-    render,
-    scope_line_piece,
-    shared_scopes,
-)
-from aizk_integrations._rows import Row
-from aizk_integrations._scopes import PRIVATE, Scope
+from aizk_integrations._evidence import Evidence
+from aizk_integrations._rendering import header_order, piece, render, take_in
+from aizk_integrations._scopes import Scope
 from aizk_integrations._tokens import CharsPerToken, TokenCounter, count_tokens
 
 BudgetCovers = Literal["lines", "block"]
@@ -31,11 +23,11 @@ BudgetCovers = Literal["lines", "block"]
 class Pricing(Protocol):
     """How the walk prices items, one after another."""
 
-    def __call__(self, row: Row) -> tuple[int, int]:
-        """`(tokens, running)`: the row's cost as the cut table shows it, and the total so far."""
+    def __call__(self, evidence: Evidence, position: int) -> tuple[int, int]:
+        """`(tokens, running)`: the item's cost as the cut table shows it, and the total so far."""
         ...
 
-    def settle(self, kept: list[Row], tokens_used: int, budget: int) -> tuple[int, int]:
+    def settle(self, kept: list[Evidence], tokens_used: int, budget: int) -> tuple[int, int]:
         """`(how many of kept stay, tokens they use)`, once the walk has stopped."""
         ...
 
@@ -53,18 +45,14 @@ class LinesPricing:
 
     def __init__(self, counter: TokenCounter) -> None:
         self._counter = counter
-        self._trusted = type(counter) is CharsPerToken  # ours: always a valid count
         self._running = 0
 
-    def __call__(self, row: Row) -> tuple[int, int]:
-        if self._trusted:
-            tokens = self._counter(row.text)
-        else:
-            tokens = count_tokens(self._counter, row.text, row.position)
+    def __call__(self, evidence: Evidence, position: int) -> tuple[int, int]:
+        tokens = count_tokens(self._counter, evidence.text, position)
         self._running += tokens + 1
         return tokens, self._running
 
-    def settle(self, kept: list[Row], tokens_used: int, budget: int) -> tuple[int, int]:
+    def settle(self, kept: list[Evidence], tokens_used: int, budget: int) -> tuple[int, int]:
         """The sum of the kept lines is exact: nothing to settle."""
         return len(kept), tokens_used
 
@@ -72,83 +60,55 @@ class LinesPricing:
 class BlockPricing:
     """An item costs what keeping it adds to the rendered block, so the whole block fits.
 
-    The block is a fixed frame (boundary line and heading), one piece per item and, while some
-    organization's scope is involved, a header with one line per such scope: keeping an item
-    can add header lines too. The pieces are the template's own (`_rendering`), so the price is
-    the layout's, not a copy of it.
+    The block is the template's pieces: the boundary line and heading, a `## Scopes` header
+    while some organization's scope is involved (keeping an item can grow it), and one piece per
+    item. The pieces are the template's own macros, so the price is the layout's, not a copy.
 
     With the character heuristic the running total is the block's exact cost, because the
     pieces add up to the rendering character for character; characters are summed and turned
     into tokens once per step, since `ceil` is not additive. A real tokenizer is not additive
     either (the same text split in two can count differently), so its running total is an
-    estimate, and `settle` counts the finished block once more and drops items from the tail
-    in the rare case it is over.
+    estimate, and `settle` counts the finished block and drops items from the tail in the rare
+    case it is over.
     """
 
     def __init__(self, counter: TokenCounter) -> None:
         self._counter = counter
         self._chars_per_token = counter.chars_per_token if type(counter) is CharsPerToken else None
-        self._started = False
-        self._units = 0  # characters under the heuristic, else tokens
+        self._header: dict[str, Scope] = {}
+        self._frame: int | None = None  # the boundary line and heading
+        self._header_cost = 0
+        self._items_cost = 0
         self._running = 0
-        self._header: dict[str, tuple[Scope, int]] = {}  # name -> the scope shown, its cost
-        self._in_header: tuple[Scope, ...] | None = None  # the scope tuple last taken in
-        self._labelled: tuple[Scope, ...] | None = None  # ... and last labelled, with its label
-        self._label = ""
 
-    def _measure(self, text: str, row: Row) -> int:
+    def _measure(self, text: str, position: int) -> int:
+        """Characters under the heuristic, else tokens."""
         if self._chars_per_token is not None:
             return len(text)
-        return count_tokens(self._counter, text, row.position)
+        return count_tokens(self._counter, text, position)
 
-    def __call__(self, row: Row) -> tuple[int, int]:
-        measure = self._measure
-        added = 0
-        if not self._started:
-            self._started = True
-            added += measure(BOUNDARY, row)
-        if row.scopes is not self._in_header:  # taking in the same tuple twice changes nothing
-            self._in_header = row.scopes
-            added += self._header_growth(row)
-        if row.scopes is not self._labelled:
-            self._labelled, self._label = row.scopes, label_of(row.scopes)
-        added += measure(item_piece(row, self._label), row)
-        self._units += added
-        total = (
-            self._units
-            if self._chars_per_token is None
-            else ceil(self._units / self._chars_per_token)
-        )
+    def __call__(self, evidence: Evidence, position: int) -> tuple[int, int]:
+        if self._frame is None:
+            self._frame = self._measure(piece("boundary"), position)
+        if take_in(self._header, evidence):
+            header = piece("scopes_header", scopes=header_order(self._header))
+            self._header_cost = self._measure(header, position)
+        self._items_cost += self._measure(piece("items", [evidence]), position)
+        units = self._frame + self._header_cost + self._items_cost
+        total = units if self._chars_per_token is None else ceil(units / self._chars_per_token)
         tokens, self._running = total - self._running, total
         return tokens, total
 
-    def _header_growth(self, row: Row) -> int:
-        """What the `## Scopes` header grows by when it takes in this row's scopes.
+    def settle(self, kept: list[Evidence], tokens_used: int, budget: int) -> tuple[int, int]:
+        """With a real tokenizer, count the block as rendered: the number the promise is about.
 
-        The header shows the last scope seen under a name, as `shared_scopes` does.
+        The longest prefix whose block counts within the budget stays. Nothing kept is no block
+        at all, which costs nothing whatever a counter says of `""`.
         """
-        added = 0
-        for scope in row.scopes:
-            previous = self._header.get(scope.name)
-            if scope.name == PRIVATE or (previous is not None and previous[0] is scope):
-                continue
-            if not self._header:
-                added += self._measure(SCOPES_HEADER, row)
-            cost = self._measure(scope_line_piece(scope), row)
-            added += cost - (previous[1] if previous is not None else 0)
-            self._header[scope.name] = (scope, cost)
-        return added
-
-    def settle(self, kept: list[Row], tokens_used: int, budget: int) -> tuple[int, int]:
-        """With a real tokenizer, count the block as rendered: the number the promise is about."""
-        if self._chars_per_token is not None or not kept:
+        if self._chars_per_token is not None:
             return len(kept), tokens_used
-        count = len(kept)
-        exact = self._exact(kept)
-        while exact > budget:
-            count -= 1
-            exact = self._exact(kept[:count])  # no rows render as "", which counts 0
-        return count, exact
-
-    def _exact(self, kept: list[Row]) -> int:
-        return count_tokens(self._counter, render(kept, shared_scopes(kept)), None)
+        for count in range(len(kept), 0, -1):
+            exact = count_tokens(self._counter, render(kept[:count]), None)
+            if exact <= budget:
+                return count, exact
+        return 0, 0

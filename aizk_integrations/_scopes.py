@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Iterator, KeysView, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._uuids import MAYBE_UUID, canonical_uuid, is_canonical, uuid_text
+from aizk_integrations._text import check_encodable
+from aizk_integrations._uuids import canonical_uuid, uuid_text
 
 PRIVATE = "private"
 """The name a reader's own scope always renders as, whatever its id."""
 
-_COLLECTIONS = frozenset({list, tuple, set, frozenset})
+INTERSECTION = " ∩ "
+"""How an item's scope names are joined: it is readable only by their intersection."""
 
 
 def scope_ids(value: object) -> frozenset[str]:
@@ -24,27 +26,10 @@ def scope_ids(value: object) -> frozenset[str]:
     A bare string is one id rather than a collection of characters, and UUIDs become their
     canonical string so that a directory keyed by `UUID` and metadata holding strings agree.
     """
-    if type(value) in _COLLECTIONS:
-        # The usual case, plain non-empty strings, costs one set and one look at each id.
-        try:
-            ids = frozenset(cast("Iterable[object]", value))
-        except TypeError:  # an unhashable id: the general path below says which
-            ids = frozenset((None,))
-        low, high = MAYBE_UUID
-        for each in ids:
-            # Plain ids, too short or too long for a UUID, or a UUID's canonical text, are kept.
-            if (
-                type(each) is not str
-                or not each
-                or (low <= len(each) <= high and not is_canonical(each))
-            ):
-                break
-        else:
-            return cast("frozenset[str]", ids)  # every id was just checked to be a str
     if isinstance(value, str | UUID):
         return frozenset((scope_id(value),))
     if isinstance(value, list | tuple | set | frozenset):
-        return frozenset([scope_id(item) for item in value])
+        return frozenset([scope_id(each) for each in value])
     raise TypeError(
         f"scopes must be a scope id (str or UUID) or a list, tuple or set of them, "
         f"not {type(value).__name__}"
@@ -52,13 +37,63 @@ def scope_ids(value: object) -> frozenset[str]:
 
 
 def scope_id(value: object) -> str:
-    """One scope id as the text every directory and row agree on: a UUID, in any spelling, as
+    """One scope id as the text every directory and item agree on: a UUID, in any spelling, as
     its canonical text; any other non-empty string as it is."""
     if isinstance(value, UUID):
         return canonical_uuid(value)
     if isinstance(value, str) and value:
         return uuid_text(value) or value
     raise TypeError(f"each scope id must be a non-empty str or a UUID, not {quoted(value)}")
+
+
+def check_scope_name(name: str) -> str:
+    """Refuse a name that could forge an item's label or pass for another name.
+
+    The block labels an item with its scope names joined by " ∩ " in one code span, so a name
+    holding the separator would pass for two scopes; a name that reads as `private` but is not
+    exactly it would pass for the reader's own memory. A name with nothing visible would render
+    as stray ticks, or as a blank that looks like another name; control and format characters
+    (bidi overrides, zero-width joiners) and spaces at an edge can make a name look like another.
+    """
+    if INTERSECTION.strip() in name:
+        raise ValueError(
+            f"a scope name must not contain {INTERSECTION.strip()!r}, which the block uses to "
+            f"join the scopes of one item: {quoted(name)}"
+        )
+    if name != PRIVATE and name.casefold() == PRIVATE:
+        raise ValueError(
+            f"a scope name that reads as {PRIVATE!r} is the reader's own scope: only that one "
+            f"may look like it; give the organization its own name: {quoted(name)}"
+        )
+    hidden = [char for char in name if unicodedata.category(char) in _HIDDEN and not char.isspace()]
+    if hidden:
+        raise ValueError(
+            f"a scope name must not contain control, format or surrogate characters "
+            f"(such as U+{ord(hidden[0]):04X}), which can make it look like another name: "
+            f"{quoted(name)}"
+        )
+    if not any(_visible(char) for char in name):
+        raise ValueError(
+            f"a scope name must contain a visible character, not only spaces or blank "
+            f"fillers: {quoted(name)}"
+        )
+    if name != name.strip():
+        raise ValueError(
+            "a scope name must not start or end with spaces, which do not show and would "
+            f"make it look like another name: {quoted(name)}"
+        )
+    return name
+
+
+_HIDDEN = frozenset({"Cc", "Cf"})
+"""Control and format characters; a control that is a space or a line break is folded like one
+instead. (Lone surrogates never get this far: pydantic refuses them in a constrained string.)"""
+_BLANK_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u17b4\u17b5")
+"""Characters Unicode counts as letters or symbols that render as nothing."""
+
+
+def _visible(char: str) -> bool:
+    return unicodedata.category(char)[0] in "LNPS" and char not in _BLANK_FILLERS
 
 
 class Scope(BaseModel):
@@ -78,36 +113,7 @@ class Scope(BaseModel):
     @field_validator("name")
     @classmethod
     def _cannot_forge_a_label(cls, name: str) -> str:
-        # The block labels an item with its scope names joined by " ∩ " in one code span, so a
-        # name holding the separator would pass for two scopes. A name with nothing visible
-        # would render as stray ticks, or as a blank that looks like another name; control and
-        # format characters (bidi overrides, zero-width joiners) can make a name look like
-        # another one.
-        if "∩" in name:
-            raise ValueError(
-                f"a scope name must not contain '∩', which the block uses to join the scopes "
-                f"of one item: {quoted(name)}"
-            )
-        hidden = [
-            char for char in name if unicodedata.category(char) in _HIDDEN and not char.isspace()
-        ]
-        if hidden:
-            raise ValueError(
-                f"a scope name must not contain control, format or surrogate characters "
-                f"(such as U+{ord(hidden[0]):04X}), which can make it look like another name: "
-                f"{quoted(name)}"
-            )
-        if not any(_visible(char) for char in name):
-            raise ValueError(
-                f"a scope name must contain a visible character, not only spaces or blank "
-                f"fillers: {quoted(name)}"
-            )
-        if name != name.strip():
-            raise ValueError(
-                "a scope name must not start or end with spaces, which do not show and would "
-                f"make it look like another name: {quoted(name)}"
-            )
-        return name
+        return check_scope_name(name)
 
     @field_validator("description", mode="before")
     @classmethod
@@ -117,26 +123,7 @@ class Scope(BaseModel):
     @field_validator("description")
     @classmethod
     def _encodable(cls, description: str) -> str:
-        if any(unicodedata.category(char) == "Cs" for char in description):
-            raise ValueError(
-                "a scope description must not contain lone surrogates, which no encoding can "
-                f"carry: {quoted(description)}"
-            )
-        return description
-
-
-INTERSECTION = " ∩ "
-"""How an item's scope names are joined: it is readable only by their intersection."""
-
-_HIDDEN = frozenset({"Cc", "Cf", "Cs"})
-"""Control, format and surrogate characters; a control that is a space or a line break is
-folded like one instead."""
-_BLANK_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u17b4\u17b5")
-"""Characters Unicode counts as letters or symbols that render as nothing."""
-
-
-def _visible(char: str) -> bool:
-    return unicodedata.category(char)[0] in "LNPS" and char not in _BLANK_FILLERS
+        return check_encodable(description)
 
 
 def scope_order(scope: Scope) -> tuple[bool, str]:
@@ -178,7 +165,7 @@ class ReadOnlyScopes(Mapping[str, Scope]):
 class ScopeDirectory(BaseModel):
     """One reader's scopes: the ids they may read, mapped to the names they know them by.
 
-    Scope names come from the caller, so the same row renders with different labels for
+    Scope names come from the caller, so the same item renders with different labels for
     different readers; the directory is also the authorization list, so it holds its own
     read-only copy of the mapping it was given: nothing done to that mapping later changes
     what the directory lets through.
@@ -191,22 +178,17 @@ class ScopeDirectory(BaseModel):
     @field_validator("scopes", mode="after")
     @classmethod
     def _own_read_only_copy(cls, scopes: Mapping[str, Scope]) -> Mapping[str, Scope]:
-        return ReadOnlyScopes(scopes)
-
-    @field_serializer("scopes")
-    def _plain_dict(self, scopes: Mapping[str, Scope]) -> dict[str, Any]:
-        return dict(scopes)
-
-    @field_validator("scopes", mode="after")
-    @classmethod
-    def _one_private(cls, scopes: Mapping[str, Scope]) -> Mapping[str, Scope]:
         private = [key for key, scope in scopes.items() if scope.name == PRIVATE]
         if len(private) > 1:
             raise ValueError(
                 f"only the reader's own scope may be named {PRIVATE!r}, but {len(private)} are "
                 "(an organization called that would pass for the reader's own memory)"
             )
-        return scopes
+        return ReadOnlyScopes(scopes)
+
+    @field_serializer("scopes")
+    def _plain_dict(self, scopes: Mapping[str, Scope]) -> dict[str, Any]:
+        return dict(scopes)
 
     @classmethod
     def for_caller(
@@ -225,7 +207,7 @@ class ScopeDirectory(BaseModel):
                 "caller's own scope is always `private`"
             )
         for key, scope in scopes.items():
-            if scope.name.casefold() == PRIVATE:
+            if scope.name == PRIVATE:
                 raise ValueError(
                     f"organization {quoted(key)} is named {quoted(scope.name)}: that name is "
                     "the reader's own scope; give the organization its own name"
@@ -234,10 +216,10 @@ class ScopeDirectory(BaseModel):
         return cls(scopes=scopes)
 
     def permits(self, scope_ids: frozenset[str], *, allow_unscoped: bool = False) -> bool:
-        """Whether this reader may see a row in all of `scope_ids`.
+        """Whether this reader may see an item in all of `scope_ids`.
 
-        A row in two scopes is readable only by their intersection, so every one of its scopes
-        must be the reader's. A row in no scope has no owner to vouch for it and is refused
+        An item in two scopes is readable only by their intersection, so every one of its scopes
+        must be the reader's. An item in no scope has no owner to vouch for it and is refused
         unless the caller opts in.
         """
         if not scope_ids:
@@ -252,6 +234,6 @@ class ScopeDirectory(BaseModel):
         except KeyError as error:
             raise ValueError(
                 f"scope {quoted(error.args[0])} is not in this reader's directory; "
-                "withhold the row (ScopeDirectory.permits) before building the result"
+                "withhold the item (ScopeDirectory.permits) before building the result"
             ) from None
         return tuple(sorted(found.values(), key=scope_order))

@@ -1,9 +1,13 @@
-"""How text becomes a token count: the seed's cheap heuristic, or a counter the caller trusts."""
+"""How text becomes a token count, and which numbers of tokens are allowed.
+
+The seed's cheap heuristic counts characters; a caller may trust a counter of its own instead.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from math import ceil, isfinite
+from typing import TypeGuard
 
 from aizk_integrations._defaults import DEFAULT_CHARS_PER_TOKEN
 from aizk_integrations._errors import EvidenceError, ItemError, quoted
@@ -13,6 +17,11 @@ TokenCounter = Callable[[str], int]
 
 CHARS_PER_TOKEN_RANGE = (0.1, 100.0)
 """Ratios a heuristic may use: real tokenizers lie well inside, and every count stays finite."""
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """Whether `value` is an int and not a bool: `True` is no count, though Python says it is 1."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class CharsPerToken:
@@ -32,7 +41,7 @@ class CharsPerToken:
 
 def check_chars_per_token(value: object) -> float:
     """Refuse ratios that would divide by zero or make a count 0, NaN, infinite or absurd."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not (is_int(value) or isinstance(value, float)):
         raise TypeError(
             f"chars_per_token must be a positive finite number, not {type(value).__name__}"
         )
@@ -51,6 +60,15 @@ SEED_COUNTER = CharsPerToken()
 """The seed's own count, `ceil(len(text) / 4)`."""
 
 
+def check_budget(budget: object) -> int:
+    """A budget is a plain int >= 0."""
+    if not is_int(budget):
+        raise TypeError(f"budget must be an int >= 0, not {type(budget).__name__} {budget!r}")
+    if budget < 0:
+        raise ValueError(f"budget must be an int >= 0, got {budget}")
+    return budget
+
+
 def count_tokens(counter: TokenCounter, text: str, position: int | None) -> int:
     """Call a counter and insist on a usable answer, blaming the item at `position` if not.
 
@@ -60,9 +78,10 @@ def count_tokens(counter: TokenCounter, text: str, position: int | None) -> int:
     try:
         tokens = counter(text)
     except Exception as error:
-        problem = f"token_counter raised {type(error).__name__}: {error}"
-        raise ItemError(position, problem[:500]) from error
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise ItemError(
+            position, f"token_counter raised {type(error).__name__}: {quoted(str(error))}"
+        ) from error
+    if not is_int(tokens) or tokens < 0:
         raise ItemError(
             position, f"token_counter must return a non-negative int, got {quoted(tokens)}"
         )

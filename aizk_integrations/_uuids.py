@@ -1,40 +1,47 @@
-"""Canonical UUID text: the one spelling ids are compared in and URIs are written in."""
+"""Canonical UUID text: the one spelling ids are compared in and resource URIs are written in."""
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from uuid import UUID
 
-is_canonical = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").fullmatch
-"""Whether a text already is a UUID's canonical spelling (lowercase, hyphenated, bare)."""
+CANONICAL_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+"""A UUID's canonical spelling (lowercase, hyphenated, bare), as a regular expression."""
+_CANONICAL = re.compile(CANONICAL_UUID).fullmatch
 
 
 def canonical_uuid(value: UUID) -> str:
-    """A UUID's canonical text, computed from its number rather than from `str()`.
+    """A UUID's canonical text, written by `UUID`'s own `__str__` from its number.
 
-    A `UUID` subclass can make `str()` return anything, markdown included; the number cannot lie.
+    A `UUID` subclass can make its `str()` return anything, markdown included.
     """
-    return str(value) if type(value) is UUID else str(UUID(int=value.int))
+    return UUID.__str__(value)
 
 
 def uuid_text(text: str) -> str | None:
     """The canonical spelling of any text `uuid.UUID` accepts (upper case, braces, `urn:uuid:`,
     no hyphens), or `None` for text that is not a UUID."""
-    if is_canonical(text):
+    # Parsing costs more than the rest of reading an item: text of a length no UUID spelling
+    # has (32 to 45 characters) and canonical text are answered without it.
+    if not 32 <= len(text) <= 45:
+        return None
+    if _CANONICAL(text):
         return text
-    # Every spelling `UUID` accepts is 32 to 45 characters long; nothing else is worth parsing.
-    return _parsed(text) if MAYBE_UUID[0] <= len(text) <= MAYBE_UUID[1] else None
-
-
-MAYBE_UUID = (32, 45)
-"""The lengths of the texts `uuid.UUID` accepts: 32 hex digits up to `urn:uuid:` plus 36."""
-
-
-@lru_cache(maxsize=1024)
-def _parsed(text: str) -> str | None:
-    # Cached: a recall names the same few ids over and over.
     try:
         return str(UUID(text))
     except ValueError:
         return None
+
+
+def resource_uri(artifact_id: str | None, artifact_content_id: str | None) -> str | None:
+    """Where an MCP client fetches the exact stored revision: both ids, or no URI at all.
+
+    The ids are canonical UUID text, so the URI is too.
+    """
+    if artifact_id is None or artifact_content_id is None:
+        return None
+    return f"aizk://artifacts/{artifact_id}/contents/{artifact_content_id}"
+
+
+RESOURCE_URI_PATTERN = f"^aizk://artifacts/{CANONICAL_UUID}/contents/{CANONICAL_UUID}$"
+"""The only shape a resource URI takes: what `resource_uri` writes."""

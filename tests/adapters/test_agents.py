@@ -348,7 +348,9 @@ def test_importing_the_middleware_without_langchain_agents_says_which_extra_to_i
     for name in list(sys.modules):
         if name == "langchain" or name.startswith("langchain."):
             monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delitem(sys.modules, "aizk_integrations.langchain_agents")
+    agents = "aizk_integrations.langchain_agents"
+    for name in [name for name in sys.modules if name.startswith(agents)]:
+        monkeypatch.delitem(sys.modules, name)  # the package and its modules, imported afresh
     needs = "aizk_integrations.langchain_agents needs LangChain's agents (the langchain package); "
     install = 'install it with pip install "aizk-integrations[langchain-agents]"'
     with pytest.raises(ImportError, match="^" + re.escape(needs + install)):

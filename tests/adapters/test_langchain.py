@@ -67,7 +67,8 @@ def test_importing_the_adapter_without_langchain_says_which_extra_to_install(
     for name in list(sys.modules):
         if name == "langchain_core" or name.startswith("langchain_core."):
             monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delitem(sys.modules, "aizk_integrations.langchain")
+    for name in [name for name in sys.modules if name.startswith("aizk_integrations.langchain")]:
+        monkeypatch.delitem(sys.modules, name)  # the package and its modules, imported afresh
     message = "aizk_integrations.langchain needs LangChain (langchain-core); install it with "
     with pytest.raises(ImportError, match="^" + re.escape(message + 'pip install "aizk-')):
         importlib.import_module("aizk_integrations.langchain")

@@ -150,14 +150,14 @@ def test_a_counter_that_misbehaves_is_stopped_at_the_item(counter: object, messa
         pack([Candidate(line="a"), Candidate(line="b")], 100, token_counter=first_fine)  # type: ignore[arg-type]
 
 
-def test_a_counters_own_error_is_quoted_up_to_500_characters() -> None:
+def test_a_counters_own_error_is_quoted_cut_short_like_every_quoted_value() -> None:
     def loud(text: str) -> int:
         raise ValueError("x" * 10_000)
 
     with pytest.raises(EvidenceError) as raised:
         pack([Candidate(line="a")], 100, token_counter=loud)
-    problem = "token_counter raised ValueError: " + "x" * 10_000
-    assert str(raised.value) == "candidate 1: " + problem[:500]
+    quoted = repr("x" * 80) + "... (10000 characters)"
+    assert str(raised.value) == "candidate 1: token_counter raised ValueError: " + quoted
 
 
 def test_the_walk_records_every_lane_in_the_debug_view_only() -> None:

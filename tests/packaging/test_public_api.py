@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +13,8 @@ from pathlib import Path
 import pytest
 
 import aizk_integrations
+
+ROOT = Path(__file__).parents[2]
 
 
 def test_the_public_names_are_pinned() -> None:
@@ -45,7 +50,7 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "AizkEvidenceRetriever",
         "context_room",
     ]
-    assert langchain_agents.__all__ == ["AizkMemoryMiddleware"]
+    assert langchain_agents.__all__ == ["MEMORY_MESSAGE_NAME", "AizkMemoryMiddleware"]
     assert llama_index.__all__ == [
         "AizkCondensePlusContextChatEngine",
         "AizkContextChatEngine",
@@ -59,12 +64,52 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
             assert getattr(module, name) is not None, (module.__name__, name)
 
 
+PUBLIC_MODULES = [
+    "aizk_integrations",
+    "aizk_integrations.counters",
+    "aizk_integrations.langchain",
+    "aizk_integrations.langchain_agents",
+    "aizk_integrations.llama_index",
+]
+
+
 def test_every_module_but_the_public_ones_is_private() -> None:
-    package = Path(aizk_integrations.__file__).parent
-    public = {"__init__", "counters", "langchain", "langchain_agents", "llama_index"}
-    modules = {path.stem for path in package.glob("*.py")}
-    assert public <= modules
-    assert {name for name in modules - public if not name.startswith("_")} == set()
+    found = {
+        module.name
+        for module in pkgutil.walk_packages(aizk_integrations.__path__, "aizk_integrations.")
+    }
+    assert set(PUBLIC_MODULES[1:]) <= found
+    public_looking = {
+        name for name in found if not any(part.startswith("_") for part in name.split("."))
+    }
+    assert public_looking == set(PUBLIC_MODULES[1:])
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_every_public_looking_name_of_a_public_module_is_exported(name: str) -> None:
+    # As httpx's test_exported_members: a name without an underscore in a public module is
+    # public, so it is in `__all__`; a public module only re-exports, so nothing else leaks.
+    module = importlib.import_module(name)
+    public_looking = {
+        member
+        for member, value in vars(module).items()
+        if not member.startswith("_") and not inspect.ismodule(value)
+    }
+    assert public_looking == set(module.__all__)
+    assert len(module.__all__) == len(set(module.__all__))
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_every_exported_name_is_documented(name: str) -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    text = "\n".join(page.read_text(encoding="utf-8") for page in pages)
+    module = importlib.import_module(name)
+    undocumented = {member for member in module.__all__ if f"`{member}" not in text}
+    assert undocumented == set()
+    for member in module.__all__:
+        value = getattr(module, member)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert inspect.getdoc(value), f"{name}.{member} has no docstring"
 
 
 def test_the_adapters_expose_no_plumbing_methods() -> None:

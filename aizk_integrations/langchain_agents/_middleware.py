@@ -1,50 +1,20 @@
-"""Agent memory for LangChain 1.x agents: recall through the packer before every model call.
-
-`AizkMemoryMiddleware` is middleware for `langchain.agents.create_agent`. Before each call to
-the model it takes the latest user message, retrieves for it from any LangChain retriever,
-packs what came back with an `AizkEvidenceCompressor` (the same settings and code as every
-other path: budget, reader, metadata keys, counts in the trace) and hands the model the block
-as a user message just before that one. The system prompt is left to the app's instructions,
-and the block lives only in the request: the agent's state keeps the conversation as it was,
-so each turn's block replaces the last instead of piling up.
-
-The reader comes from the request, fail-closed like the rest of the library: the agent's config
-(`config={"configurable": {"aizk_directory": reader}}`) or its runtime context (an
-`aizk_directory` key or attribute), else the compressor's own `directory`; with none, only
-evidence that names no scope is shown.
-"""
+"""`AizkMemoryMiddleware`: recalled evidence next to the latest user message on every model call."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Final
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig, patch_config
 
 from aizk_integrations._scopes import ScopeDirectory
-from aizk_integrations.langchain import (
-    DIRECTORY_CONFIG_KEY,
-    AizkEvidenceCompressor,
-    _current_config,
-)
+from aizk_integrations.langchain._compressor import AizkEvidenceCompressor, pack_documents
+from aizk_integrations.langchain._config import DIRECTORY_CONFIG_KEY, current_config
 
-try:
-    from langchain.agents.middleware import (
-        AgentMiddleware,
-        AgentState,
-        ModelRequest,
-        ModelResponse,
-    )
-    from langchain_core.messages import AnyMessage, HumanMessage
-    from langchain_core.retrievers import BaseRetriever
-    from langchain_core.runnables import RunnableConfig, patch_config
-except ImportError as error:
-    raise ImportError(
-        "aizk_integrations.langchain_agents needs LangChain's agents (the langchain package); "
-        f'install it with pip install "aizk-integrations[langchain-agents]" ({error})'
-    ) from error
-
-__all__ = ["AizkMemoryMiddleware"]
-
-MEMORY_MESSAGE_NAME = "aizk_evidence"
+MEMORY_MESSAGE_NAME: Final = "aizk_evidence"
 """The `name` of the user message that carries the block, so it can be told from the user's own."""
 
 
@@ -85,7 +55,7 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ModelRequest[Any]
     ) -> tuple[HumanMessage | None, RunnableConfig]:
         """The latest user message, and the request's config with its reader in it."""
-        config = _current_config()
+        config = current_config()
         configurable = config.get("configurable") or {}
         if DIRECTORY_CONFIG_KEY not in configurable:
             reader = _reader_in(getattr(request.runtime, "context", None))
@@ -103,7 +73,7 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         config: RunnableConfig,
     ) -> ModelRequest[Any]:
         """The request with the block as a user message right before the latest one."""
-        block = self.compressor._pack_documents(documents, config).block()
+        block = pack_documents(self.compressor, documents, config).result.to_markdown()
         if not block:
             return request
         messages = list(request.messages)

@@ -1,0 +1,75 @@
+"""What a call tells its logs: the cut table at DEBUG, and at WARNING why evidence is missing."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from aizk_integrations._reading import Withheld
+from aizk_integrations._run import Packing
+
+
+def report(packing: Packing, logger: logging.Logger, per_request: str, scopes_key: str) -> None:
+    """Log the cut table at DEBUG, and say at WARNING why evidence is missing, if it matters.
+
+    `per_request` tells a user of the adapter how to name a call's reader. Evidence held back
+    for want of a reader is always worth a warning (it is the fail-closed default at work);
+    otherwise only a call that read items and kept none is, with the reason that applies: the
+    budget, when the first item the reader may see did not fit it, or else the rule that
+    withheld everything.
+    """
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("aizk evidence cut:\n%s", packing.table())
+    message = missing_message(packing, per_request, scopes_key)
+    if message:
+        logger.warning("%s", message)
+
+
+def missing_message(packing: Packing, per_request: str, scopes_key: str) -> str | None:
+    """Why evidence is missing from a call, with what to do about it; `None` if nothing is."""
+    reasons = Counter(reason for _, reason in packing.withheld)
+    advice = []
+    if reasons[Withheld.NO_READER]:
+        advice.append(
+            f"{_items(reasons[Withheld.NO_READER], 'name')} scopes and the call has no "
+            f"reader: give the adapter a directory, {per_request}, or set "
+            "allow_scoped_without_reader=True where every caller may see everything"
+        )
+    elif packing.kept:
+        return None
+    if not packing.kept and packing.steps:
+        if packing.budget:  # 0 is a room of none, which the caller was already told of
+            # A whole-block count can put it over even when its estimate was within.
+            running = packing.steps[0].running
+            need = (
+                f"needs {running} tokens, over"
+                if running > packing.budget
+                else "with the block around it is over"
+            )
+            advice.append(
+                f"the first item the reader may see {need} the budget of "
+                f"{packing.budget}: raise the budget or shorten the evidence"
+            )
+    elif not packing.kept:
+        if reasons[Withheld.UNSCOPED]:
+            advice.append(
+                f"{_items(reasons[Withheld.UNSCOPED], 'name')} no scope under the metadata key "
+                f"{scopes_key!r}: put their scope ids there, or set allow_unscoped=True"
+            )
+        if reasons[Withheld.NOT_PERMITTED]:
+            advice.append(
+                f"{_items(reasons[Withheld.NOT_PERMITTED], 'name')} a scope outside the "
+                "reader's directory"
+            )
+    if not advice:
+        return None
+    read = len(packing.steps) + len(packing.withheld)
+    return (
+        f"aizk withheld {len(packing.withheld)} of the {read} items read and kept "
+        f"{len(packing.kept)}: " + "; ".join(advice)
+    )
+
+
+def _items(count: int, verb: str) -> str:
+    """`1 item names`, `4 items name`: a count of items and what they do, in agreement."""
+    return f"1 item {verb}s" if count == 1 else f"{count} items {verb}"

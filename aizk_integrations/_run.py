@@ -1,0 +1,125 @@
+"""The one run every adapter makes: read, authorize and pack a framework's items for one call.
+
+A compressor, a postprocessor, an LCEL step, agent middleware and a memory block all call `run`
+and get back one complete `Packing`: what was kept, what was read, what was withheld and the
+counts a caller is told.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from aizk_integrations._errors import naming_items
+from aizk_integrations._evidence import Evidence
+from aizk_integrations._packing import Found, Step, cut, cut_table
+from aizk_integrations._pricing import pricing_for
+from aizk_integrations._reading import Access, MetadataKeys, Source, Withheld, read
+from aizk_integrations._result import RecallResult
+from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._settings import PackingSettings
+from aizk_integrations._tokens import CharsPerToken, TokenCounter
+
+Item = TypeVar("Item")
+
+
+@dataclass(frozen=True)
+class Packing:
+    """One call's outcome: what was kept, what was read, and the counts a caller is told."""
+
+    kept: tuple[Found, ...]
+    """The kept items, each with its position in the input."""
+    steps: tuple[Step, ...]
+    """The items the walk read: the kept ones and the one that ended it."""
+    withheld: tuple[tuple[int, Withheld], ...]
+    """Position and reason of each item read that the reader may not see."""
+    total: int
+    """How many items the call was handed."""
+    tokens_used: int
+    budget: int
+
+    @property
+    def result(self) -> RecallResult:
+        """The kept evidence as the public `RecallResult`."""
+        return RecallResult(evidence=self.evidence)
+
+    @property
+    def evidence(self) -> tuple[Evidence, ...]:
+        return tuple(item.evidence for item in self.kept)
+
+    @property
+    def cut_by_budget(self) -> int:
+        """Items the budget left out: the one that ended the walk, and all after it."""
+        return self.total - len(self.kept) - len(self.withheld)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """The public counts: no lanes, scores or ids."""
+        return {
+            "kept": len(self.kept),
+            "cut_by_budget": self.cut_by_budget,
+            "withheld": len(self.withheld),
+            "tokens_used": self.tokens_used,
+            "budget": self.budget,
+        }
+
+    def table(self) -> str:
+        """The cut table of the items read; items after the cut were never read."""
+        unread = self.cut_by_budget - (len(self.steps) - len(self.kept))
+        note = f"\n  ({unread} more after the cut, not read)" if unread > 0 else ""
+        withheld = [(position, reason.value) for position, reason in self.withheld]
+        return cut_table(self.steps, self.budget, withheld) + note
+
+
+def run(
+    items: Sequence[Item],
+    source: Source[Item],
+    settings: PackingSettings,
+    *,
+    budget: int | None = None,
+    reader: ScopeDirectory | None = None,
+    counter: TokenCounter | None = None,
+) -> Packing:
+    """Read, authorize and pack `items` in the order given, up to one item past the cut.
+
+    A call's own `budget`, `reader` or `counter` replaces the settings'; a call can switch
+    readers but cannot switch authorization off. A malformed item is an `EvidenceError` that
+    names it as `source` does.
+    """
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise TypeError(f"expected {source.expected}, got {type(items).__name__}{_hint(items)}")
+    access = Access(
+        settings.directory if reader is None else reader,
+        settings.allow_unscoped,
+        settings.allow_scoped_without_reader,
+    )
+    keys = MetadataKeys(
+        settings.lane_key,
+        settings.scopes_key,
+        settings.artifact_id_key,
+        settings.artifact_content_id_key,
+    )
+    if counter is None:
+        counter = settings.token_counter or CharsPerToken(settings.chars_per_token)
+    budget = settings.budget if budget is None else budget
+    withheld: list[tuple[int, Withheld]] = []
+    with naming_items(lambda position, authorized: source.name(items, position, authorized)):
+        walked = cut(
+            read(items, source, keys, access, withheld),
+            budget,
+            pricing_for(settings.budget_covers, counter),
+        )
+    return Packing(
+        walked.kept, walked.steps, tuple(withheld), len(items), walked.tokens_used, budget
+    )
+
+
+def _hint(items: object) -> str:
+    if isinstance(items, Iterator):
+        return "; materialise it first, e.g. list(...)"
+    if isinstance(items, Mapping):
+        return "; pick the items out of it first"
+    if items is not None:
+        return "; wrap a single item in a list"
+    return ""

@@ -1,0 +1,42 @@
+"""The LangChain adapter: retrieved `Document`s in, one evidence block out.
+
+`AizkEvidenceCompressor` is a `BaseDocumentCompressor`, so it drops into
+`ContextualCompressionRetriever` and `DocumentCompressorPipeline`, and `as_runnable()` gives the
+same packer as an LCEL step whose output fills a prompt's `{context}`. `AizkEvidenceRetriever`
+wraps any retriever with it and carries each request's config to it, wherever it is invoked.
+The documents are taken to be in merit order already (retrieved, perhaps reranked): the packer
+never reorders, it only decides where to stop, so the query is not needed to pack.
+
+One app usually serves many readers, so each request names its reader in its config
+(`config={"configurable": {"aizk_directory": reader}}`). The packer reads that config wherever
+LangChain carries one: in an LCEL chain, a retriever tool, a LangGraph node, `batch`. Where
+LangChain carries none (a bare `ContextualCompressionRetriever.invoke`), the call has no reader
+and fails closed: only evidence that names no scope is shown.
+"""
+
+try:
+    from aizk_integrations.langchain._compressor import AizkEvidenceCompressor
+    from aizk_integrations.langchain._config import (
+        BUDGET_CONFIG_KEY,
+        DIRECTORY_CONFIG_KEY,
+        ROOM_CONFIG_KEY,
+    )
+    from aizk_integrations.langchain._documents import COUNTS_METADATA_KEY, RECALL_METADATA_KEY
+    from aizk_integrations.langchain._retriever import AizkEvidenceRetriever
+    from aizk_integrations.langchain._room import context_room
+except ImportError as _error:
+    raise ImportError(
+        "aizk_integrations.langchain needs LangChain (langchain-core); install it with "
+        f'pip install "aizk-integrations[langchain]" ({_error})'
+    ) from _error
+
+__all__ = [
+    "BUDGET_CONFIG_KEY",
+    "COUNTS_METADATA_KEY",
+    "DIRECTORY_CONFIG_KEY",
+    "RECALL_METADATA_KEY",
+    "ROOM_CONFIG_KEY",
+    "AizkEvidenceCompressor",
+    "AizkEvidenceRetriever",
+    "context_room",
+]

@@ -1,0 +1,192 @@
+"""`AizkEvidenceCompressor`, its LCEL step, and the one traced run every LangChain part packs
+documents with."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManager, CallbackManagerForChainRun, Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.runnables import (
+    ConfigurableFieldSpec,
+    Runnable,
+    RunnableConfig,
+    RunnableSerializable,
+)
+from pydantic import ConfigDict, Field
+
+from aizk_integrations._report import report
+from aizk_integrations._run import Packing, run
+from aizk_integrations._settings import PackingSettings
+from aizk_integrations.langchain._config import (
+    CONFIG_SPECS,
+    PER_REQUEST,
+    current_config,
+    request_settings,
+)
+from aizk_integrations.langchain._documents import (
+    COUNTS_METADATA_KEY,
+    DOCUMENTS,
+    block_document,
+    kept_documents,
+)
+
+logger = logging.getLogger("aizk_integrations.langchain")
+
+
+class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
+    """Pack retrieved documents into aizk's evidence block, within a budget and for one reader.
+
+    The settings (budget, reader directory, metadata key names, token counter) are validated
+    here, when the compressor is built, so a misconfigured chain fails at startup rather than on
+    the first request. The model is frozen so that stays true: pydantic's assignment validation
+    would keep a value that breaks a cross-field rule (budget over `max_budget`) even as it
+    raises. Build a new compressor to change a setting, or change budget and reader per request
+    through the config.
+    """
+
+    # Unknown settings are refused by PackingSettings' own `extra="forbid"`.
+    model_config = ConfigDict(frozen=True)
+
+    return_documents: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Return the kept, authorized documents (new Documents whose metadata is only "
+            "their public provenance, scope names and resource URI) instead of one block "
+            "Document, for apps that render citations themselves."
+        ),
+    )
+
+    def compress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """Pack `documents` in the order given, for the reader of the request in progress.
+
+        Returns one `Document` holding the markdown block, or the kept documents when
+        `return_documents` is set, or `[]` when nothing is kept: an empty block would only put
+        an empty scaffold into the prompt. The request's budget and reader come from the
+        runnable config LangChain carries (see the package's docstring); `query` is not needed.
+        """
+        packing = pack_documents(self, documents, current_config(), callbacks)
+        if not packing.kept:
+            return []
+        if self.return_documents:
+            return kept_documents(packing, documents, self.citation_keys)
+        return [block_document(packing)]
+
+    async def acompress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """The sync result, computed inline.
+
+        Packing is a few microseconds of CPU per kept item, so handing it to a thread pool (the
+        base class's default) would cost more than the work and gain nothing.
+        """
+        return self.compress_documents(documents, query, callbacks)
+
+    def as_runnable(self) -> Runnable[Sequence[Document], str]:
+        """This packer as an LCEL step from a list of documents to the block string.
+
+        `retriever | packer.as_runnable()` fills a prompt's `{context}` directly; nothing kept
+        gives `""`. A request changes its budget or reader without rebuilding the chain through
+        `config={"configurable": {...}}`:
+
+        * `"aizk_budget"` (`BUDGET_CONFIG_KEY`): an int from 1 to `max_budget`;
+        * `"aizk_room"` (`ROOM_CONFIG_KEY`): what `context_room` gives, an int >= 0; the call
+          packs to the smaller of it and the budget;
+        * `"aizk_directory"` (`DIRECTORY_CONFIG_KEY`): a `ScopeDirectory`, the reader of this call.
+
+        A call can switch readers but never switch authorization off, so the directory key takes
+        a `ScopeDirectory` only; leave it out to use the compressor's own `directory`. The step
+        declares its types (documents in, text out), so `get_input_jsonschema()` and
+        `(retriever | step).as_tool(...)` work, and it pickles with the compressor.
+        """
+        return AizkEvidenceBlock(compressor=self)
+
+
+class AizkEvidenceBlock(RunnableSerializable[Sequence[Document], str]):
+    """A compressor as an LCEL step: documents in, the block's text out."""
+
+    compressor: AizkEvidenceCompressor
+
+    @property
+    def InputType(self) -> type[list[Document]]:  # noqa: N802  # LangChain's name
+        return list[Document]
+
+    @property
+    def OutputType(self) -> type[str]:  # noqa: N802  # LangChain's name
+        return str
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The per-request settings, as LangChain lists a runnable's configurable fields."""
+        return list(CONFIG_SPECS)
+
+    def invoke(
+        self, input: Sequence[Document], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> str:
+        return self._call_with_config(self._block, input, config)
+
+    async def ainvoke(
+        self, input: Sequence[Document], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> str:
+        # Packing never waits on I/O, so the sync path runs in place.
+        return self.invoke(input, config)
+
+    def _block(
+        self,
+        documents: Sequence[Document],
+        run_manager: CallbackManagerForChainRun,  # LangChain's calling convention; unused
+        config: RunnableConfig,
+    ) -> str:
+        # `config` is this run's child config: the packer's own run nests under the step's.
+        return pack_documents(self.compressor, documents, config).result.to_markdown()
+
+
+def pack_documents(
+    compressor: AizkEvidenceCompressor,
+    documents: Sequence[Document],
+    config: RunnableConfig,
+    callbacks: Callbacks | None = None,
+) -> Packing:
+    """Pack `documents` for the request `config` names, as a traced run of its own when traced.
+
+    The run is named after the compressor and its outputs are the counts, so a trace shows
+    why a block is empty or short even when nothing is returned. LangChain decides whether
+    a call is traced (callbacks passed or in the config, LangSmith switched on by
+    environment variables, `tracing_v2_enabled` or `collect_runs` around the call); a call
+    nothing would see skips the run.
+    """
+    handlers = callbacks if callbacks is not None else config.get("callbacks")
+    manager = CallbackManager.configure(inheritable_callbacks=handlers)
+    if not manager.handlers:
+        return _packed(compressor, documents, config)
+    count = len(documents) if isinstance(documents, Sequence) else None
+    traced = manager.on_chain_start(
+        None, {"documents": count}, name=type(compressor).__name__, run_type="parser"
+    )
+    try:
+        packing = _packed(compressor, documents, config)
+    except BaseException as error:
+        traced.on_chain_error(error)
+        raise
+    traced.on_chain_end({COUNTS_METADATA_KEY: packing.counts})
+    return packing
+
+
+def _packed(
+    compressor: AizkEvidenceCompressor, documents: Sequence[Document], config: RunnableConfig
+) -> Packing:
+    budget, reader = request_settings(compressor, config)
+    packing = run(documents, DOCUMENTS, compressor, budget=budget, reader=reader)
+    report(packing, logger, PER_REQUEST, compressor.scopes_key)
+    return packing

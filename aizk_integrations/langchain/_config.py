@@ -1,0 +1,123 @@
+"""A request's aizk settings, as LangChain carries them in a runnable's config.
+
+One app usually serves many readers, so each request names its reader in its config
+(`config={"configurable": {"aizk_directory": reader}}`), and may change its budget there too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Final
+
+from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig, ensure_config
+
+from aizk_integrations._errors import quoted
+from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._settings import PackingSettings, call_budget
+from aizk_integrations._tokens import is_int
+
+BUDGET_CONFIG_KEY: Final = "aizk_budget"
+"""`configurable` key: this request's token budget (an int from 1 to `max_budget`)."""
+
+DIRECTORY_CONFIG_KEY: Final = "aizk_directory"
+"""`configurable` key: this request's reader, a `ScopeDirectory`."""
+
+ROOM_CONFIG_KEY: Final = "aizk_room"
+"""`configurable` key: the tokens the model's window leaves for the block (`context_room`); the
+request packs to the smaller of this and its budget, and 0 keeps nothing."""
+
+CONFIG_SPECS: Final = (
+    ConfigurableFieldSpec(
+        id=DIRECTORY_CONFIG_KEY,
+        annotation=ScopeDirectory,
+        name="aizk reader",
+        description="This request's reader: only evidence in their scopes is shown.",
+        default=None,
+    ),
+    ConfigurableFieldSpec(
+        id=BUDGET_CONFIG_KEY,
+        annotation=int,
+        name="aizk budget",
+        description="This request's token budget, from 1 to the packer's max_budget.",
+        default=None,
+    ),
+    ConfigurableFieldSpec(
+        id=ROOM_CONFIG_KEY,
+        annotation=int,
+        name="aizk room",
+        description=(
+            "The tokens the model's window leaves for the block (context_room): the request "
+            "packs to at most this, 0 keeping nothing."
+        ),
+        default=None,
+    ),
+)
+"""The per-request settings, as LangChain's `config_specs` list them."""
+
+_KNOWN = frozenset(spec.id for spec in CONFIG_SPECS)
+_KNOWN_KEYS = ", ".join(repr(spec.id) for spec in CONFIG_SPECS)
+
+PER_REQUEST: Final = (
+    f"pass this request's reader as config={{'configurable': {{{DIRECTORY_CONFIG_KEY!r}: "
+    "directory}} (LangChain hands no config to a compressor inside a bare "
+    "ContextualCompressionRetriever: use AizkEvidenceRetriever there)"
+)
+"""How the warnings tell a LangChain user to name a request's reader."""
+
+_request_config: ContextVar[RunnableConfig | None] = ContextVar("aizk_request_config", default=None)
+"""The config of the `AizkEvidenceRetriever` call in progress, for the compressor it wraps."""
+
+
+@contextmanager
+def carrying(config: RunnableConfig | None) -> Iterator[None]:
+    """Make `config` the request config of what runs inside, for `current_config`."""
+    token = _request_config.set(ensure_config(config))
+    try:
+        yield
+    finally:
+        _request_config.reset(token)
+
+
+def current_config() -> RunnableConfig:
+    """The config of the request in progress: an `AizkEvidenceRetriever` call's, or the one
+    LangChain carries for the runnable in progress (empty outside any)."""
+    return _request_config.get() or ensure_config()
+
+
+def request_settings(
+    settings: PackingSettings, config: RunnableConfig
+) -> tuple[int | None, ScopeDirectory | None]:
+    """A request's budget and reader from its `configurable`; absent keys mean "as built"."""
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    for key in configurable:
+        if key.startswith("aizk_") and key not in _KNOWN:
+            raise ValueError(
+                f"configurable {quoted(key)} is not an aizk setting; known keys: {_KNOWN_KEYS}"
+            )
+    budget = configurable.get(BUDGET_CONFIG_KEY)
+    if budget is not None:
+        try:
+            budget = call_budget(settings, budget)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"configurable {BUDGET_CONFIG_KEY!r}: {error}") from None
+    room = configurable.get(ROOM_CONFIG_KEY)
+    if room is not None:
+        # A ceiling the window sets, not a budget asked for: above max_budget it simply does
+        # not bind, and 0 (no room at all) keeps nothing.
+        if not is_int(room) or room < 0:
+            raise TypeError(
+                f"configurable {ROOM_CONFIG_KEY!r} must be an int >= 0 (the tokens "
+                f"context_room gives), not {quoted(room)}"
+            )
+        budget = min(settings.budget if budget is None else budget, room)
+    if DIRECTORY_CONFIG_KEY not in configurable:
+        return budget, None
+    directory = configurable[DIRECTORY_CONFIG_KEY]
+    if not isinstance(directory, ScopeDirectory):
+        raise TypeError(
+            f"configurable {DIRECTORY_CONFIG_KEY!r} must be a ScopeDirectory (a call may "
+            f"switch readers but not switch authorization off), not {type(directory).__name__}"
+        )
+    return budget, directory

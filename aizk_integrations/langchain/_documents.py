@@ -1,0 +1,78 @@
+"""Where a LangChain `Document` keeps what the packer reads, and the documents it hands back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from langchain_core.documents import Document
+
+from aizk_integrations._errors import ItemError, quoted
+from aizk_integrations._evidence import kept_item_metadata
+from aizk_integrations._reading import Source
+from aizk_integrations._run import Packing
+
+RECALL_METADATA_KEY: Final = "aizk_recall"
+"""Metadata key of the block `Document` holding the public `RecallResult` JSON."""
+
+COUNTS_METADATA_KEY: Final = "aizk_counts"
+"""Metadata key of the block `Document` holding kept, cut-by-budget, withheld, tokens, budget."""
+
+
+def _metadata_of(document: object, position: int) -> object:
+    if not isinstance(document, Document):
+        raise ItemError(
+            position,
+            f"expected a langchain_core Document, got {type(document).__name__}",
+            authorized=False,
+        )
+    return document.metadata
+
+
+def _page_content_of(document: Document, position: int) -> object:
+    return document.page_content
+
+
+def _name(documents: Sequence[Document], position: int, authorized: bool) -> str:
+    """How an error names a document: its index, and its id once it is known to be readable."""
+    name = f"documents[{position}]"
+    identifier = documents[position].id if authorized else None  # authorized: a Document
+    return f"{name} (id {quoted(identifier)})" if identifier else name
+
+
+DOCUMENTS: Final = Source[Document](
+    expected="a list (or other sequence) of langchain_core Documents",
+    metadata_of=_metadata_of,
+    text_of=_page_content_of,
+    name=_name,
+)
+"""How the packer reads LangChain documents."""
+
+
+def block_document(packing: Packing) -> Document:
+    """The one `Document` a prompt receives: the block, with the public JSON and the counts."""
+    result = packing.result
+    return Document(
+        page_content=result.to_markdown(),
+        metadata={
+            RECALL_METADATA_KEY: result.model_dump(mode="json"),
+            COUNTS_METADATA_KEY: packing.counts,
+        },
+    )
+
+
+def kept_documents(
+    packing: Packing, documents: Sequence[Document], citation_keys: Sequence[str]
+) -> list[Document]:
+    """New `Document`s for the kept items: their public fields, ids and citation keys."""
+    kept = []
+    for item in packing.kept:
+        original = documents[item.position]
+        metadata = kept_item_metadata(item.evidence)
+        metadata.update(
+            (key, original.metadata[key])
+            for key in citation_keys
+            if key in original.metadata and key not in metadata
+        )
+        kept.append(Document(id=original.id, page_content=item.evidence.text, metadata=metadata))
+    return kept

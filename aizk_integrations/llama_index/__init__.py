@@ -1,0 +1,32 @@
+"""The LlamaIndex adapter: a node postprocessor that hands the prompt one evidence block.
+
+Put `AizkEvidencePostprocessor` last in `node_postprocessors`, after any reranker: it reads the
+nodes in the order it is given, withholds what the reader may not see, keeps the longest prefix
+that fits the budget and replaces the list with a single node whose text is the markdown block.
+Its settings and rules are the ones the LangChain adapter has, written once, so the two behave
+the same.
+"""
+
+try:
+    from aizk_integrations.llama_index._chat_engines import (
+        AizkCondensePlusContextChatEngine,
+        AizkContextChatEngine,
+    )
+    from aizk_integrations.llama_index._event import AizkEvidencePacked
+    from aizk_integrations.llama_index._memory import AizkMemoryBlock
+    from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor
+    from aizk_integrations.llama_index._reader import reading_as
+except ImportError as _error:
+    raise ImportError(
+        "aizk_integrations.llama_index needs LlamaIndex; install it with "
+        'pip install "aizk-integrations[llama-index]"'
+    ) from _error
+
+__all__ = [
+    "AizkCondensePlusContextChatEngine",
+    "AizkContextChatEngine",
+    "AizkEvidencePacked",
+    "AizkEvidencePostprocessor",
+    "AizkMemoryBlock",
+    "reading_as",
+]

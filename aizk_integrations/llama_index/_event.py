@@ -1,0 +1,22 @@
+"""The instrumentation event a postprocessor call sends: its counts, nothing else."""
+
+from __future__ import annotations
+
+from llama_index.core.instrumentation.events import BaseEvent
+from pydantic import Field
+
+
+class AizkEvidencePacked(BaseEvent):
+    """What one call of the postprocessor kept and left out, sent inside its span.
+
+    Tracing handlers see it even when nothing was kept and the query got no context at all,
+    which is when "why is my context empty?" gets asked.
+    """
+
+    counts: dict[str, int] = Field(
+        description="kept, cut_by_budget, withheld, tokens_used, budget: no lanes, ids or text."
+    )
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AizkEvidencePacked"

@@ -1,0 +1,160 @@
+"""`AizkEvidencePostprocessor`: the retrieved nodes in, one evidence block node out."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # the
+    get_dispatcher,  # documented path; the name lives in llama_index_instrumentation
+)
+from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.utils import get_tokenizer
+from pydantic import ConfigDict, Field, model_validator
+
+from aizk_integrations._report import report
+from aizk_integrations._run import run
+from aizk_integrations._settings import PackingSettings
+from aizk_integrations.counters import counter_from_llama_index
+from aizk_integrations.llama_index._event import AizkEvidencePacked
+from aizk_integrations.llama_index._nodes import NODES, block_node, kept_nodes
+from aizk_integrations.llama_index._reader import PER_REQUEST, current_reader
+from aizk_integrations.llama_index._window import room_for_block
+
+logger = logging.getLogger("aizk_integrations.llama_index")
+_dispatcher = get_dispatcher("aizk_integrations.llama_index")
+
+_NOT_SERIALIZED = ("token_counter", "fit_to")
+"""Settings that hold live objects: `to_dict` marks them, `from_dict` needs them passed again."""
+
+
+class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
+    """Turn retrieved nodes, already in merit order, into the one evidence block a prompt needs.
+
+    Configured and validated like every aizk adapter (see `PackingSettings`). `token_counter` is
+    a Python callable, so `to_dict`/`to_json` leave it out: pass it again to `from_dict`, or the
+    restored postprocessor counts with `chars_per_token`.
+
+    The settings cannot be reassigned after construction (LlamaIndex's `callback_manager` still
+    can, because query engines set it). The instance keeps no per-call state, so one instance can
+    serve concurrent queries: the reader is `directory`, or the one named by `reading_as` for
+    the request in hand.
+    """
+
+    # Unknown settings are refused by PackingSettings' own `extra="forbid"`.
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    return_nodes: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Return the kept, authorized nodes (new nodes with public metadata) instead of one "
+            "block node, for pipelines that format nodes themselves."
+        ),
+    )
+    fit_to: LLM | None = Field(
+        default=None,
+        exclude=True,
+        description=(
+            "Size each call's budget to the room this LLM's context window leaves for the "
+            "block under LlamaIndex's default prompts and the query, as its own prompt helper "
+            "works it out for every response mode, so the synthesizer sends the block whole in "
+            "one call. Needs budget_covers='block'; counts with LlamaIndex's tokenizer unless "
+            "token_counter says otherwise."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _fitting_counts_the_whole_block(self) -> AizkEvidencePostprocessor:
+        if self.fit_to is not None and self.budget_covers != "block":
+            raise ValueError(
+                "fit_to promises the block fits the room the model leaves, which only a budget "
+                "on the whole block can keep: set budget_covers='block'"
+            )
+        return self
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AizkEvidencePostprocessor"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Pydantic would accept `budget = 10**6` silently, and even with validate_assignment it
+        # keeps the bad value when the cross-field check fails. A shared instance must not change
+        # rules under a concurrent query, so the settings are fixed once validated.
+        self._refuse_change(name)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._refuse_change(name)
+        super().__delattr__(name)
+
+    def _refuse_change(self, name: str) -> None:
+        if name in type(self).model_fields and name != "callback_manager":
+            raise AttributeError(
+                f"{name} is fixed when the postprocessor is built; create a new "
+                f"{type(self).__name__} with the setting you want"
+            )
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        """Pack the nodes in the order given; the query plays no part in what is kept."""
+        budget = counter = None
+        if self.fit_to is not None:
+            room = room_for_block(self.fit_to, query_bundle.query_str if query_bundle else "")
+            if room < 1:  # packed all the same, to a budget of 0: the counts still travel
+                logger.warning(
+                    "aizk: %s's context window leaves no room for evidence under this "
+                    "engine's prompt and query; the query gets none",
+                    type(self.fit_to).__name__,
+                )
+            budget = min(room, self.budget)
+            counter = self.token_counter or counter_from_llama_index(get_tokenizer())
+        packing = run(nodes, NODES, self, budget=budget, reader=current_reader(), counter=counter)
+        report(packing, logger, PER_REQUEST, self.scopes_key)
+        _dispatcher.event(AizkEvidencePacked(counts=packing.counts))
+        if not packing.kept:
+            return []
+        if self.return_nodes:
+            return kept_nodes(packing, nodes, self.citation_keys)
+        return [block_node(packing)]
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The settings as a dict; a token counter or a `fit_to` LLM, being live objects, is
+        marked rather than written."""
+        data = super().to_dict(**kwargs)
+        for name in _NOT_SERIALIZED:
+            if getattr(self, name) is not None:
+                data[f"{name}_not_serialized"] = True
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> AizkEvidencePostprocessor:
+        """Rebuild from `to_dict`; a postprocessor that had a token counter or a `fit_to` LLM
+        needs it again.
+
+        Restoring it without one would count differently, or stop fitting the model's window,
+        without a word, so it is an error.
+        """
+        data = dict(data)
+        for name in _NOT_SERIALIZED:
+            if data.pop(f"{name}_not_serialized", False) and kwargs.get(name) is None:
+                raise ValueError(
+                    f"this postprocessor was saved with a {name}, which is a live object and "
+                    f"is not serialized; pass it again: "
+                    f"AizkEvidencePostprocessor.from_dict(data, {name}=...)"
+                )
+        restored: AizkEvidencePostprocessor = super().from_dict(data, **kwargs)
+        return restored
+
+    async def _apostprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        """The sync path, run in place: packing never waits on I/O, so a thread buys nothing."""
+        return self._postprocess_nodes(nodes, query_bundle)
