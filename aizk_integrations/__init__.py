@@ -18,7 +18,7 @@ from aizk_integrations._lanes import Lane, Provenance
 from aizk_integrations._packing import explain, pack, pack_block
 from aizk_integrations._pricing import BudgetCovers
 from aizk_integrations._result import RecallResult
-from aizk_integrations._scopes import Scope, ScopeDirectory
+from aizk_integrations._scopes import Scope, ScopeDirectory, scope_metadata
 from aizk_integrations._tokens import TokenCounter
 
 __all__ = [
@@ -35,4 +35,5 @@ __all__ = [
     "explain",
     "pack",
     "pack_block",
+    "scope_metadata",
 ]

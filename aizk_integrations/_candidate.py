@@ -15,7 +15,7 @@ from aizk_integrations._text import check_encodable
 from aizk_integrations._tokens import SEED_COUNTER
 from aizk_integrations._uuids import canonical_uuid, resource_uri
 
-ScopeIds = str | UUID | Collection[str | UUID]
+ScopeIds = str | UUID | int | Collection[str | UUID | int]
 """What `Candidate(scopes=...)` takes: one id, or a list, tuple or set of ids."""
 
 

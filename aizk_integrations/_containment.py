@@ -25,6 +25,11 @@ they cannot open or close elements. Inside code spans and code blocks an escape 
 backslash: telling code from prose exactly would take a full CommonMark parser on every item,
 and a wrong guess would leave live HTML, so this errs on the side of the escape.
 
+All of it takes time linear in the text, whatever the text: one retrieved document is a
+request's worth of work, so no pattern here may backtrack over a run of characters it could
+start matching again inside (`tests/core/test_linear_time.py` times every such family at two
+sizes).
+
 Scope names and descriptions are the caller's, not retrieved text; they are folded onto one
 line, names shown in code spans and descriptions as inert text (`inert`).
 """
@@ -70,9 +75,11 @@ _NESTING_STARTS = frozenset(" \t>-*+0123456789")
 """The characters a line that nests a list or a block quote can start with."""
 
 
-_HTML_START = re.compile(r"(\\*)<(?=[A-Za-z/!?])")
+_HTML_START = re.compile(r"(?<!\\)(\\*)<(?=[A-Za-z/!?])")
 """A `<` that could open raw HTML (a tag, closing tag, comment, declaration or instruction),
-with the backslashes before it: an odd number already escapes it."""
+with the backslashes before it: an odd number already escapes it. The match starts only where a
+run of backslashes starts (the look-behind): started inside a long run that no `<` ends, it
+would re-read the rest of the run from every backslash, time quadratic in the run."""
 
 _AUTOLINK = re.compile(
     r"<[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*>"

@@ -10,7 +10,7 @@ validated, quoted or allowed to fail the call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, NamedTuple, TypeVar
@@ -85,7 +85,7 @@ class Access(NamedTuple):
 
 
 def read(
-    items: Sequence[Item],
+    items: Iterable[Item],
     source: Source[Item],
     keys: MetadataKeys,
     access: Access,
@@ -136,7 +136,7 @@ def _scope_ids(value: object, key: str, position: int) -> frozenset[str]:
         return frozenset()
     try:
         return scope_ids(value)
-    except TypeError as error:
+    except (TypeError, ValueError) as error:
         raise ItemError(position, f"metadata {key!r}: {error}", authorized=False) from None
 
 

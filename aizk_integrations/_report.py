@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from typing import Any
 
 from aizk_integrations._reading import Withheld
 from aizk_integrations._run import Packing
 
 
-def report(packing: Packing, logger: logging.Logger, per_request: str, scopes_key: str) -> None:
+def report(
+    packing: Packing[Any], logger: logging.Logger, per_request: str, scopes_key: str
+) -> None:
     """Log the cut table at DEBUG, and say at WARNING why evidence is missing, if it matters.
 
     `per_request` tells a user of the adapter how to name a call's reader. Evidence held back
@@ -25,7 +28,7 @@ def report(packing: Packing, logger: logging.Logger, per_request: str, scopes_ke
         logger.warning("%s", message)
 
 
-def missing_message(packing: Packing, per_request: str, scopes_key: str) -> str | None:
+def missing_message(packing: Packing[Any], per_request: str, scopes_key: str) -> str | None:
     """Why evidence is missing from a call, with what to do about it; `None` if nothing is."""
     reasons = Counter(reason for _, reason in packing.withheld)
     advice = []

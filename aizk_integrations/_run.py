@@ -7,9 +7,9 @@ counts a caller is told.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from aizk_integrations._errors import naming_items
 from aizk_integrations._evidence import Evidence
@@ -25,19 +25,24 @@ Item = TypeVar("Item")
 
 
 @dataclass(frozen=True)
-class Packing:
+class Packing(Generic[Item]):
     """One call's outcome: what was kept, what was read, and the counts a caller is told."""
 
+    items: Sequence[Item]
+    """The items as handed over (or, handed over lazily, as many as were read), by position."""
     kept: tuple[Found, ...]
-    """The kept items, each with its position in the input."""
+    """The kept items, each with its position in `items`."""
     steps: tuple[Step, ...]
     """The items the walk read: the kept ones and the one that ended it."""
     withheld: tuple[tuple[int, Withheld], ...]
     """Position and reason of each item read that the reader may not see."""
-    total: int
-    """How many items the call was handed."""
     tokens_used: int
     budget: int
+
+    @property
+    def total(self) -> int:
+        """How many items the call was handed, or read when they came lazily."""
+        return len(self.items)
 
     @property
     def result(self) -> RecallResult:
@@ -73,22 +78,22 @@ class Packing:
 
 
 def run(
-    items: Sequence[Item],
+    items: Iterable[Item],
     source: Source[Item],
     settings: PackingSettings,
     *,
     budget: int | None = None,
     reader: ScopeDirectory | None = None,
     counter: TokenCounter | None = None,
-) -> Packing:
+) -> Packing[Item]:
     """Read, authorize and pack `items` in the order given, up to one item past the cut.
 
-    A call's own `budget`, `reader` or `counter` replaces the settings'; a call can switch
-    readers but cannot switch authorization off. A malformed item is an `EvidenceError` that
-    names it as `source` does.
+    `items` is what a caller handed over (a sequence, see `expect_sequence`), or items fetched
+    as they are read (scoped retrieval's pages), which are then fetched only as far as the walk
+    reads. A call's own `budget`, `reader` or `counter` replaces the settings'; a call can
+    switch readers but cannot switch authorization off. A malformed item is an `EvidenceError`
+    that names it as `source` does.
     """
-    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-        raise TypeError(f"expected {source.expected}, got {type(items).__name__}{_hint(items)}")
     access = Access(
         settings.directory if reader is None else reader,
         settings.allow_unscoped,
@@ -103,16 +108,36 @@ def run(
     if counter is None:
         counter = settings.token_counter or CharsPerToken(settings.chars_per_token)
     budget = settings.budget if budget is None else budget
+    if isinstance(items, Sequence):
+        handed: Sequence[Item] = items
+    else:
+        handed, items = _recorded(items)
     withheld: list[tuple[int, Withheld]] = []
-    with naming_items(lambda position, authorized: source.name(items, position, authorized)):
+    with naming_items(lambda position, authorized: source.name(handed, position, authorized)):
         walked = cut(
             read(items, source, keys, access, withheld),
             budget,
             pricing_for(settings.budget_covers, counter),
         )
-    return Packing(
-        walked.kept, walked.steps, tuple(withheld), len(items), walked.tokens_used, budget
-    )
+    return Packing(handed, walked.kept, walked.steps, tuple(withheld), walked.tokens_used, budget)
+
+
+def _recorded(items: Iterable[Item]) -> tuple[list[Item], Iterator[Item]]:
+    """Items fetched as they are read, and the list of those read so far, by position."""
+    read_so_far: list[Item] = []
+
+    def reading() -> Iterator[Item]:
+        for item in items:
+            read_so_far.append(item)
+            yield item
+
+    return read_so_far, reading()
+
+
+def expect_sequence(items: object, expected: str) -> None:
+    """Refuse what a caller hands over that is not a sequence of items, saying what to do."""
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise TypeError(f"expected {expected}, got {type(items).__name__}{_hint(items)}")
 
 
 def _hint(items: object) -> str:

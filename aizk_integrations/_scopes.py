@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Iterator, KeysView, Mapping
 from typing import TYPE_CHECKING, Any
@@ -23,27 +24,67 @@ INTERSECTION = " ∩ "
 def scope_ids(value: object) -> frozenset[str]:
     """Normalise the ways a caller may name scopes into one set of string ids.
 
-    A bare string is one id rather than a collection of characters, and UUIDs become their
-    canonical string so that a directory keyed by `UUID` and metadata holding strings agree.
+    A bare string is one id rather than a collection of characters, and UUIDs and database ids
+    (ints) become their canonical text, so that a directory keyed by `UUID` or `int` and
+    metadata holding strings agree.
     """
-    if isinstance(value, str | UUID):
+    if isinstance(value, str | UUID | int) and not isinstance(value, bool):
         return frozenset((scope_id(value),))
     if isinstance(value, list | tuple | set | frozenset):
         return frozenset([scope_id(each) for each in value])
     raise TypeError(
-        f"scopes must be a scope id (str or UUID) or a list, tuple or set of them, "
+        f"scopes must be a scope id (str, UUID or int) or a list, tuple or set of them, "
         f"not {type(value).__name__}"
     )
 
 
 def scope_id(value: object) -> str:
     """One scope id as the text every directory and item agree on: a UUID, in any spelling, as
-    its canonical text; any other non-empty string as it is."""
+    its canonical text; an int (a database id) as its decimal text; any other non-empty string
+    as it is, unless it looks like several ids encoded in one string.
+
+    A store or a pipeline that cannot keep a list (`filter_complex_metadata`, flat metadata)
+    tempts people to write `"sam,org-team"`; read as one id, it would silently be a scope
+    nobody is in, so it is refused with the way out.
+    """
     if isinstance(value, UUID):
         return canonical_uuid(value)
-    if isinstance(value, str) and value:
-        return uuid_text(value) or value
-    raise TypeError(f"each scope id must be a non-empty str or a UUID, not {quoted(value)}")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value:
+        raise TypeError(
+            f"each scope id must be a non-empty str, a UUID or an int, not {quoted(value)}"
+        )
+    canonical = uuid_text(value)
+    if canonical is not None:
+        return canonical
+    if _ENCODED_LIST(value):
+        raise ValueError(
+            f"scope id {quoted(value)} looks like several ids encoded in one string; store the "
+            "ids as a list (aizk_integrations.scope_metadata writes them in a form every "
+            "supported store keeps)"
+        )
+    return value
+
+
+_ENCODED_LIST = re.compile(r"[,;|\n]|^\s*[\[({]").search
+"""What a list written into one string looks like: separators, or an opening bracket."""
+
+
+def scope_metadata(scopes: object, *, key: str = "scopes") -> dict[str, list[str]]:
+    """The metadata that puts a stored item in `scopes`, in the one form every supported store
+    keeps and can filter on: `{key: [sorted canonical ids]}`.
+
+    A list survives the metadata round trip of LangChain's `InMemoryVectorStore`, Chroma,
+    Qdrant and FAISS and of LlamaIndex's `SimpleVectorStore`, Qdrant, FAISS and Chroma (with
+    the vector store's `flat_metadata = False`); sorted, two items in the same scopes carry the
+    same value, so de-duplicating retrievers treat them alike. An item must be in at least one
+    scope: an unscoped item has no owner to vouch for it.
+    """
+    ids = sorted(scope_ids(scopes))
+    if not ids:
+        raise ValueError("an item must be in at least one scope; scope_metadata got none")
+    return {key: ids}
 
 
 def check_scope_name(name: str) -> str:
@@ -192,7 +233,9 @@ class ScopeDirectory(BaseModel):
 
     @classmethod
     def for_caller(
-        cls, caller_id: str | UUID, organizations: Mapping[str, Scope] | Mapping[UUID, Scope]
+        cls,
+        caller_id: str | UUID | int,
+        organizations: Mapping[str, Scope] | Mapping[UUID, Scope] | Mapping[int, Scope],
     ) -> ScopeDirectory:
         """A reader's directory: their own id is `private`, plus one entry per organization.
 
@@ -214,6 +257,19 @@ class ScopeDirectory(BaseModel):
                 )
         scopes[caller] = Scope(name=PRIVATE)
         return cls(scopes=scopes)
+
+    def may_read(self, scopes: object) -> bool:
+        """Whether this reader may read a stored item whose metadata names `scopes`.
+
+        The packer's own rule, for retrieval: scopes that cannot be read as ids, or none at all,
+        are not readable.
+        """
+        if scopes is None:
+            return False
+        try:
+            return self.permits(scope_ids(scopes))
+        except (TypeError, ValueError):
+            return False
 
     def permits(self, scope_ids: frozenset[str], *, allow_unscoped: bool = False) -> bool:
         """Whether this reader may see an item in all of `scope_ids`.

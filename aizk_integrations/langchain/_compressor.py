@@ -4,7 +4,7 @@ documents with."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManager, CallbackManagerForChainRun, Callbacks
@@ -18,7 +18,7 @@ from langchain_core.runnables import (
 from pydantic import ConfigDict, Field
 
 from aizk_integrations._report import report
-from aizk_integrations._run import Packing, run
+from aizk_integrations._run import Packing, expect_sequence, run
 from aizk_integrations._settings import PackingSettings
 from aizk_integrations.langchain._config import (
     CONFIG_SPECS,
@@ -73,11 +73,12 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         an empty scaffold into the prompt. The request's budget and reader come from the
         runnable config LangChain carries (see the package's docstring); `query` is not needed.
         """
+        expect_sequence(documents, DOCUMENTS.expected)
         packing = pack_documents(self, documents, current_config(), callbacks)
         if not packing.kept:
             return []
         if self.return_documents:
-            return kept_documents(packing, documents, self.citation_keys)
+            return kept_documents(packing, self.citation_keys)
         return [block_document(packing)]
 
     async def acompress_documents(
@@ -149,15 +150,16 @@ class AizkEvidenceBlock(RunnableSerializable[Sequence[Document], str]):
         config: RunnableConfig,
     ) -> str:
         # `config` is this run's child config: the packer's own run nests under the step's.
+        expect_sequence(documents, DOCUMENTS.expected)
         return pack_documents(self.compressor, documents, config).result.to_markdown()
 
 
 def pack_documents(
     compressor: AizkEvidenceCompressor,
-    documents: Sequence[Document],
+    documents: Iterable[Document],
     config: RunnableConfig,
     callbacks: Callbacks | None = None,
-) -> Packing:
+) -> Packing[Document]:
     """Pack `documents` for the request `config` names, as a traced run of its own when traced.
 
     The run is named after the compressor and its outputs are the counts, so a trace shows
@@ -184,8 +186,8 @@ def pack_documents(
 
 
 def _packed(
-    compressor: AizkEvidenceCompressor, documents: Sequence[Document], config: RunnableConfig
-) -> Packing:
+    compressor: AizkEvidenceCompressor, documents: Iterable[Document], config: RunnableConfig
+) -> Packing[Document]:
     budget, reader = request_settings(compressor, config)
     packing = run(documents, DOCUMENTS, compressor, budget=budget, reader=reader)
     report(packing, logger, PER_REQUEST, compressor.scopes_key)

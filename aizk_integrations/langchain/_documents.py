@@ -49,7 +49,7 @@ DOCUMENTS: Final = Source[Document](
 """How the packer reads LangChain documents."""
 
 
-def block_document(packing: Packing) -> Document:
+def block_document(packing: Packing[Document]) -> Document:
     """The one `Document` a prompt receives: the block, with the public JSON and the counts."""
     result = packing.result
     return Document(
@@ -61,13 +61,11 @@ def block_document(packing: Packing) -> Document:
     )
 
 
-def kept_documents(
-    packing: Packing, documents: Sequence[Document], citation_keys: Sequence[str]
-) -> list[Document]:
+def kept_documents(packing: Packing[Document], citation_keys: Sequence[str]) -> list[Document]:
     """New `Document`s for the kept items: their public fields, ids and citation keys."""
     kept = []
     for item in packing.kept:
-        original = documents[item.position]
+        original = packing.items[item.position]
         metadata = kept_item_metadata(item.evidence)
         metadata.update(
             (key, original.metadata[key])

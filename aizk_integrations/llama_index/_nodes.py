@@ -79,7 +79,7 @@ NODES: Final = Source[NodeWithScore](
 """How the packer reads LlamaIndex nodes."""
 
 
-def block_node(packing: Packing) -> NodeWithScore:
+def block_node(packing: Packing[NodeWithScore]) -> NodeWithScore:
     """The single node the prompt receives: the block as text, the public JSON out of view.
 
     The metadata keys are excluded from both the LLM and embedding views, and the text template
@@ -107,7 +107,7 @@ def block_node(packing: Packing) -> NodeWithScore:
 
 
 def kept_nodes(
-    packing: Packing, nodes: Sequence[NodeWithScore], citation_keys: Sequence[str]
+    packing: Packing[NodeWithScore], citation_keys: Sequence[str]
 ) -> list[NodeWithScore]:
     """New nodes for the kept items: same id, text and score, public metadata only.
 
@@ -119,7 +119,7 @@ def kept_nodes(
     """
     kept = []
     for item in packing.kept:
-        original = nodes[item.position]
+        original = packing.items[item.position]
         source = original.node
         metadata = kept_item_metadata(item.evidence)
         citations = [key for key in citation_keys if key in source.metadata and key not in metadata]

@@ -15,7 +15,7 @@ from llama_index.core.utils import get_tokenizer
 from pydantic import ConfigDict, Field, model_validator
 
 from aizk_integrations._report import report
-from aizk_integrations._run import run
+from aizk_integrations._run import expect_sequence, run
 from aizk_integrations._settings import PackingSettings
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.llama_index._event import AizkEvidencePacked
@@ -103,6 +103,7 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
+        expect_sequence(nodes, NODES.expected)
         budget = counter = None
         if self.fit_to is not None:
             room = room_for_block(self.fit_to, query_bundle.query_str if query_bundle else "")
@@ -120,7 +121,7 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         if not packing.kept:
             return []
         if self.return_nodes:
-            return kept_nodes(packing, nodes, self.citation_keys)
+            return kept_nodes(packing, self.citation_keys)
         return [block_node(packing)]
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:

@@ -586,10 +586,13 @@ BAD_METADATA = [
     ({"artifact_content_id": 7}, r"metadata 'artifact_content_id' is 7; expected a UUID"),
 ]
 UNREADABLE_SCOPES = [
-    ({"scopes": {"org": True}}, r"metadata 'scopes': scopes must be a scope id \(str or UUID\)"),
-    ({"scopes": 42}, r"metadata 'scopes': scopes must be a scope id \(str or UUID\) or a list"),
-    ({"scopes": ["sam", ""]}, r"metadata 'scopes': each scope id must be a non-empty str or a"),
-    ({"scopes": ["sam", 3]}, r"metadata 'scopes': each scope id must be a non-empty str or a"),
+    ({"scopes": {"org": True}}, r"metadata 'scopes': scopes must be a scope id \(str, UUID or"),
+    ({"scopes": 4.2}, r"metadata 'scopes': scopes must be a scope id \(str, UUID or int\) or a"),
+    ({"scopes": True}, r"metadata 'scopes': scopes must be a scope id \(str, UUID or int\) or a"),
+    ({"scopes": ["sam", ""]}, r"metadata 'scopes': each scope id must be a non-empty str, a"),
+    ({"scopes": ["sam", 3.5]}, r"metadata 'scopes': each scope id must be a non-empty str, a"),
+    ({"scopes": "sam,org-team"}, r"metadata 'scopes': scope id 'sam,org-team' looks like several"),
+    ({"scopes": ["sam;org"]}, r"metadata 'scopes': scope id 'sam;org' looks like several ids"),
     ({"scopes": ["sam", ["org"]]}, r"metadata 'scopes': each scope id must be a non-empty str"),
     (None, r"metadata must be a mapping \(dict\), got NoneType"),
     ("lane=facts", r"metadata must be a mapping \(dict\), got str"),

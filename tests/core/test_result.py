@@ -185,14 +185,19 @@ def test_an_artifact_id_that_is_not_a_uuid_is_a_validation_error() -> None:
         Candidate(line="x", artifact_id="019820a1-...")
 
 
-def test_scopes_accept_one_id_or_a_collection_of_str_and_uuid() -> None:
+def test_scopes_accept_one_id_or_a_collection_of_str_uuid_and_int() -> None:
     assert Candidate(line="x", scopes="solo").scopes == frozenset({"solo"})
     assert Candidate(line="x", scopes=("a", UUID(int=5))).scopes == frozenset(
         {"a", str(UUID(int=5))}
     )
+    # Database ids are their decimal text, the one spelling a directory keyed by int agrees on.
+    assert Candidate(line="x", scopes=[3, 41]).scopes == frozenset({"3", "41"})
+    assert ScopeDirectory.for_caller(3, {41: Scope(name="team")}).permits(frozenset({"3", "41"}))
 
 
-@pytest.mark.parametrize("scopes", [{"a": 1}, 3, [1], [""], b"ab"])
+@pytest.mark.parametrize(
+    "scopes", [{"a": 1}, 3.5, True, [1.0], [""], [False], b"ab", "sam,org", "[a, b]"]
+)
 def test_scopes_of_the_wrong_type_are_a_validation_error(scopes: object) -> None:
     with pytest.raises(ValidationError, match="scope"):
         Candidate(line="x", scopes=scopes)  # type: ignore[arg-type]

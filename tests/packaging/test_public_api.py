@@ -32,6 +32,7 @@ def test_the_public_names_are_pinned() -> None:
         "explain",
         "pack",
         "pack_block",
+        "scope_metadata",
     ]
     for name in aizk_integrations.__all__:
         assert getattr(aizk_integrations, name) is not None
