@@ -57,7 +57,8 @@ def missing_message(packing: Packing[Any], per_request: str, scopes_key: str) ->
         if reasons[Withheld.UNSCOPED]:
             advice.append(
                 f"{_items(reasons[Withheld.UNSCOPED], 'name')} no scope under the metadata key "
-                f"{scopes_key!r}: put their scope ids there, or set allow_unscoped=True"
+                f"{scopes_key!r}: put their scope ids there as a list (scope_metadata writes "
+                "them; a store or a step such as filter_complex_metadata may have dropped it)"
             )
         if reasons[Withheld.NOT_PERMITTED]:
             advice.append(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, KeysView, Mapping
+from collections.abc import Iterable, Iterator, KeysView, Mapping, Set
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -137,6 +137,22 @@ def _visible(char: str) -> bool:
     return unicodedata.category(char)[0] in "LNPS" and char not in _BLANK_FILLERS
 
 
+def scopes_within(scopes: object, reader: Set[str]) -> bool:
+    """Whether an item whose metadata names `scopes` is readable by a reader of scope ids
+    `reader`: it names at least one scope, and every one of them is the reader's.
+
+    Retrieval uses this to re-check what a store returned, so it never fails: scopes that
+    cannot be read as ids are not readable (the packer, reading the same item, says why).
+    """
+    if scopes is None:
+        return False
+    try:
+        ids = scope_ids(scopes)
+    except (TypeError, ValueError):
+        return False
+    return bool(ids) and ids <= reader
+
+
 class Scope(BaseModel):
     """A named access scope as one reader sees it."""
 
@@ -259,17 +275,9 @@ class ScopeDirectory(BaseModel):
         return cls(scopes=scopes)
 
     def may_read(self, scopes: object) -> bool:
-        """Whether this reader may read a stored item whose metadata names `scopes`.
-
-        The packer's own rule, for retrieval: scopes that cannot be read as ids, or none at all,
-        are not readable.
-        """
-        if scopes is None:
-            return False
-        try:
-            return self.permits(scope_ids(scopes))
-        except (TypeError, ValueError):
-            return False
+        """Whether this reader may read a stored item whose metadata names `scopes`: the
+        packer's own rule, for retrieval (see `scopes_within`)."""
+        return scopes_within(scopes, self.scopes.keys())
 
     def permits(self, scope_ids: frozenset[str], *, allow_unscoped: bool = False) -> bool:
         """Whether this reader may see an item in all of `scope_ids`.

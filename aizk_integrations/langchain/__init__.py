@@ -24,6 +24,8 @@ try:
     from aizk_integrations.langchain._documents import COUNTS_METADATA_KEY, RECALL_METADATA_KEY
     from aizk_integrations.langchain._retriever import AizkEvidenceRetriever
     from aizk_integrations.langchain._room import context_room
+    from aizk_integrations.langchain._scoped import AizkScopedRetriever
+    from aizk_integrations.langchain._stores import StoreSearch
 except ImportError as _error:
     raise ImportError(
         "aizk_integrations.langchain needs LangChain (langchain-core); install it with "
@@ -38,5 +40,7 @@ __all__ = [
     "ROOM_CONFIG_KEY",
     "AizkEvidenceCompressor",
     "AizkEvidenceRetriever",
+    "AizkScopedRetriever",
+    "StoreSearch",
     "context_room",
 ]

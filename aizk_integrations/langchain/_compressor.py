@@ -69,17 +69,12 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         """Pack `documents` in the order given, for the reader of the request in progress.
 
         Returns one `Document` holding the markdown block, or the kept documents when
-        `return_documents` is set, or `[]` when nothing is kept: an empty block would only put
-        an empty scaffold into the prompt. The request's budget and reader come from the
-        runnable config LangChain carries (see the package's docstring); `query` is not needed.
+        `return_documents` is set, or `[]` when nothing is kept (see `returned`). The request's
+        budget and reader come from the runnable config LangChain carries (see the package's
+        docstring); `query` is not needed.
         """
         expect_sequence(documents, DOCUMENTS.expected)
-        packing = pack_documents(self, documents, current_config(), callbacks)
-        if not packing.kept:
-            return []
-        if self.return_documents:
-            return kept_documents(packing, self.citation_keys)
-        return [block_document(packing)]
+        return returned(self, pack_documents(self, documents, current_config(), callbacks))
 
     async def acompress_documents(
         self,
@@ -183,6 +178,17 @@ def pack_documents(
         raise
     traced.on_chain_end({COUNTS_METADATA_KEY: packing.counts})
     return packing
+
+
+def returned(compressor: AizkEvidenceCompressor, packing: Packing[Document]) -> list[Document]:
+    """What a compressor returns for a packing: one block `Document`, the kept documents when
+    `return_documents` is set, or `[]` when nothing is kept (an empty block would only put an
+    empty scaffold into the prompt)."""
+    if not packing.kept:
+        return []
+    if compressor.return_documents:
+        return kept_documents(packing, compressor.citation_keys)
+    return [block_document(packing)]
 
 
 def _packed(

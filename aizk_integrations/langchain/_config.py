@@ -11,7 +11,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
-from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig, ensure_config
+from langchain_core.runnables import (
+    ConfigurableFieldSpec,
+    RunnableConfig,
+    ensure_config,
+    patch_config,
+)
 
 from aizk_integrations._errors import quoted
 from aizk_integrations._scopes import ScopeDirectory
@@ -112,12 +117,26 @@ def request_settings(
                 f"context_room gives), not {quoted(room)}"
             )
         budget = min(settings.budget if budget is None else budget, room)
+    return budget, request_reader(config)
+
+
+def request_reader(config: RunnableConfig) -> ScopeDirectory | None:
+    """The reader a request names in its `configurable`, if it names one."""
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
     if DIRECTORY_CONFIG_KEY not in configurable:
-        return budget, None
+        return None
     directory = configurable[DIRECTORY_CONFIG_KEY]
     if not isinstance(directory, ScopeDirectory):
         raise TypeError(
             f"configurable {DIRECTORY_CONFIG_KEY!r} must be a ScopeDirectory (a call may "
             f"switch readers but not switch authorization off), not {type(directory).__name__}"
         )
-    return budget, directory
+    return directory
+
+
+def with_reader(config: RunnableConfig, reader: ScopeDirectory | None) -> RunnableConfig:
+    """`config` naming `reader`, when it names none yet: what runs inside sees the same reader."""
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    if reader is None or DIRECTORY_CONFIG_KEY in configurable:
+        return config
+    return patch_config(config, configurable={**configurable, DIRECTORY_CONFIG_KEY: reader})

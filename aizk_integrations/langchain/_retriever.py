@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -9,12 +10,24 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
+from langchain_core.retrievers import BaseRetriever, RetrieverLike
 from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig, patch_config
 from pydantic import Field
 
-from aizk_integrations.langchain._compressor import AizkEvidenceCompressor
-from aizk_integrations.langchain._config import CONFIG_SPECS, carrying, current_config
+from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations.langchain._compressor import (
+    AizkEvidenceCompressor,
+    pack_documents,
+    returned,
+)
+from aizk_integrations.langchain._config import (
+    CONFIG_SPECS,
+    carrying,
+    current_config,
+    request_reader,
+    with_reader,
+)
+from aizk_integrations.langchain._scoped import AizkScopedRetriever, retrieved
 
 
 class AizkEvidenceRetriever(BaseRetriever):
@@ -24,10 +37,15 @@ class AizkEvidenceRetriever(BaseRetriever):
     LangChain's `ContextualCompressionRetriever` hands its compressor no config, so invoked on
     its own (`retriever.invoke(question, config=...)`) the compressor never learns the reader,
     and fails closed. This retriever passes its config on, so the same call works wherever it
-    is made: on its own, in a chain, in a retriever tool.
+    is made: on its own, in a chain, in a retriever tool. The base retriever sees the same
+    reader (the request's, else the compressor's `directory`), so a reader-aware retriever
+    and the packer agree; over an `AizkScopedRetriever` the store is asked for more documents
+    only while the packer still has room.
     """
 
-    base_retriever: BaseRetriever = Field(description="Retrieves, and ranks, the documents.")
+    base_retriever: RetrieverLike = Field(
+        description="Retrieves, and ranks, the documents: any retriever, configurable ones too."
+    )
     compressor: AizkEvidenceCompressor = Field(
         default_factory=AizkEvidenceCompressor, description="Packs them for the request."
     )
@@ -35,7 +53,9 @@ class AizkEvidenceRetriever(BaseRetriever):
     @property
     def config_specs(self) -> list[ConfigurableFieldSpec]:
         """The per-request settings, as LangChain lists a runnable's configurable fields."""
-        return [*self.base_retriever.config_specs, *CONFIG_SPECS]
+        ours = {spec.id for spec in CONFIG_SPECS}
+        theirs = [spec for spec in self.base_retriever.config_specs if spec.id not in ours]
+        return [*theirs, *CONFIG_SPECS]
 
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
@@ -52,18 +72,25 @@ class AizkEvidenceRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        config = current_config()
-        child = patch_config(config, callbacks=run_manager.get_child())
-        documents = self.base_retriever.invoke(query, child, **kwargs)
-        return list(self.compressor.compress_documents(documents, query, run_manager.get_child()))
+        config, reader = self._request(run_manager)
+        documents = retrieved(self.base_retriever, query, config, reader, **kwargs)
+        return returned(self.compressor, pack_documents(self.compressor, documents, config))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
+        config, reader = self._request(run_manager)
+        if isinstance(self.base_retriever, AizkScopedRetriever):
+            documents: Iterable[Document] = retrieved(self.base_retriever, query, config, reader)
+        else:
+            documents = await self.base_retriever.ainvoke(query, config, **kwargs)
+        return returned(self.compressor, pack_documents(self.compressor, documents, config))
+
+    def _request(
+        self, run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun
+    ) -> tuple[RunnableConfig, ScopeDirectory | None]:
+        """This request's config, naming its reader, for what runs under this retriever."""
         config = current_config()
-        child = patch_config(config, callbacks=run_manager.get_child())
-        documents = await self.base_retriever.ainvoke(query, child, **kwargs)
-        compressed = await self.compressor.acompress_documents(
-            documents, query, run_manager.get_child()
-        )
-        return list(compressed)
+        reader = request_reader(config) or self.compressor.directory
+        child = patch_config(with_reader(config, reader), callbacks=run_manager.get_child())
+        return child, reader

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage, HumanMessage
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableConfig, patch_config
+from langchain_core.retrievers import RetrieverLike
+from langchain_core.runnables import RunnableConfig
 
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations.langchain._compressor import AizkEvidenceCompressor, pack_documents
-from aizk_integrations.langchain._config import DIRECTORY_CONFIG_KEY, current_config
+from aizk_integrations.langchain._config import (
+    DIRECTORY_CONFIG_KEY,
+    current_config,
+    request_reader,
+    with_reader,
+)
+from aizk_integrations.langchain._scoped import AizkScopedRetriever, retrieved
 
 MEMORY_MESSAGE_NAME: Final = "aizk_evidence"
 """The `name` of the user message that carries the block, so it can be told from the user's own."""
@@ -23,7 +30,7 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Recalled evidence next to the latest user message, on every model call of an agent."""
 
     def __init__(
-        self, retriever: BaseRetriever, compressor: AizkEvidenceCompressor | None = None
+        self, retriever: RetrieverLike, compressor: AizkEvidenceCompressor | None = None
     ) -> None:
         super().__init__()
         self.retriever = retriever
@@ -34,10 +41,10 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        latest, config = self._latest_and_config(request)
+        latest, config, reader = self._latest_and_config(request)
         if latest is None:
             return handler(request)
-        documents = self.retriever.invoke(latest.text, config)
+        documents = retrieved(self.retriever, latest.text, config, reader)
         return handler(self._with_evidence(request, latest, documents, config))
 
     async def awrap_model_call(
@@ -45,31 +52,33 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
-        latest, config = self._latest_and_config(request)
+        latest, config, reader = self._latest_and_config(request)
         if latest is None:
             return await handler(request)
-        documents = await self.retriever.ainvoke(latest.text, config)
+        if isinstance(self.retriever, AizkScopedRetriever):
+            documents: Iterable[Document] = retrieved(self.retriever, latest.text, config, reader)
+        else:
+            documents = await self.retriever.ainvoke(latest.text, config)
         return await handler(self._with_evidence(request, latest, documents, config))
 
     def _latest_and_config(
         self, request: ModelRequest[Any]
-    ) -> tuple[HumanMessage | None, RunnableConfig]:
-        """The latest user message, and the request's config with its reader in it."""
+    ) -> tuple[HumanMessage | None, RunnableConfig, ScopeDirectory | None]:
+        """The latest user message, and the request's config naming its reader: the config's,
+        else the agent's runtime context's, else the compressor's own `directory`."""
         config = current_config()
-        configurable = config.get("configurable") or {}
-        if DIRECTORY_CONFIG_KEY not in configurable:
-            reader = _reader_in(getattr(request.runtime, "context", None))
-            if reader is not None:
-                config = patch_config(
-                    config, configurable={**configurable, DIRECTORY_CONFIG_KEY: reader}
-                )
-        return _latest_user_message(request.messages), config
+        reader = (
+            request_reader(config)
+            or _reader_in(getattr(request.runtime, "context", None))
+            or self.compressor.directory
+        )
+        return _latest_user_message(request.messages), with_reader(config, reader), reader
 
     def _with_evidence(
         self,
         request: ModelRequest[Any],
         latest: HumanMessage,
-        documents: list[Any],
+        documents: Iterable[Document],
         config: RunnableConfig,
     ) -> ModelRequest[Any]:
         """The request with the block as a user message right before the latest one."""

@@ -363,7 +363,11 @@ def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> N
 @pytest.mark.parametrize(
     ("settings", "entries", "advice"),
     [
-        ({"directory": SAM}, [("loader text", {}), ("splitter text", {})], "allow_unscoped=True"),
+        (
+            {"directory": SAM},
+            [("loader text", {}), ("splitter text", {})],
+            "put their scope ids there as a list (scope_metadata writes them;",
+        ),
         ({"directory": SAM}, [("loader text", {})], "1 item names no scope under the metadata"),
         (
             {"directory": SAM},

@@ -49,6 +49,8 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "ROOM_CONFIG_KEY",
         "AizkEvidenceCompressor",
         "AizkEvidenceRetriever",
+        "AizkScopedRetriever",
+        "StoreSearch",
         "context_room",
     ]
     assert langchain_agents.__all__ == ["MEMORY_MESSAGE_NAME", "AizkMemoryMiddleware"]
