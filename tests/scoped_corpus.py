@@ -22,10 +22,11 @@ from aizk_integrations import Scope, ScopeDirectory, scope_metadata
 DIMENSIONS = 32
 READERS = [f"user-{index:02d}" for index in range(20)]
 ORGANIZATIONS = [f"org-{index}" for index in range(4)]
-TOPICS = (
-    "garden budget reranker meeting recipe travel invoice roadmap novel piano chess tomato "
-    "lecture sprint backlog vacation dentist insurance kettle bicycle harbor"
-).split()
+TOPICS = [
+    *("garden", "budget", "reranker", "meeting", "recipe", "travel", "invoice", "roadmap"),
+    *("novel", "piano", "chess", "tomato", "lecture", "sprint", "backlog", "vacation"),
+    *("dentist", "insurance", "kettle", "bicycle", "harbor"),
+]
 
 
 @cache
