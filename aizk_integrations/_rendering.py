@@ -139,3 +139,7 @@ def render(evidence: Sequence[Evidence]) -> str:
     return _template.render(
         evidence=[shown(each) for each in evidence], shared_scopes=shared_scopes(evidence)
     )
+
+
+BOUNDARY_LINE = piece("boundary").splitlines()[0]
+"""The line every block starts its evidence with: how a block is told from other text."""

@@ -23,6 +23,7 @@ from aizk_integrations._settings import PackingSettings
 from aizk_integrations.langchain._config import (
     CONFIG_SPECS,
     PER_REQUEST,
+    ReaderOfUser,
     current_config,
     request_settings,
 )
@@ -50,6 +51,16 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
     # Unknown settings are refused by PackingSettings' own `extra="forbid"`.
     model_config = ConfigDict(frozen=True)
 
+    reader_of_user: ReaderOfUser | None = Field(
+        default=None,
+        exclude=True,
+        description=(
+            "For servers that put the authenticated user in each run's config (LangGraph "
+            "Platform's 'langgraph_auth_user'): maps that user to their reader (a "
+            "ScopeDirectory, or None for none). Set, it is the only source of a request's "
+            "reader, so nothing a client sends can choose it."
+        ),
+    )
     return_documents: bool = Field(
         default=False,
         strict=True,

@@ -6,7 +6,7 @@ One app usually serves many readers, so each request names its reader in its con
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
@@ -29,18 +29,14 @@ BUDGET_CONFIG_KEY: Final = "aizk_budget"
 DIRECTORY_CONFIG_KEY: Final = "aizk_directory"
 """`configurable` key: this request's reader, a `ScopeDirectory`."""
 
+AUTH_USER_CONFIG_KEY: Final = "langgraph_auth_user"
+"""Where LangGraph Platform puts the authenticated user in a run's `configurable`."""
+
 ROOM_CONFIG_KEY: Final = "aizk_room"
 """`configurable` key: the tokens the model's window leaves for the block (`context_room`); the
 request packs to the smaller of this and its budget, and 0 keeps nothing."""
 
 CONFIG_SPECS: Final = (
-    ConfigurableFieldSpec(
-        id=DIRECTORY_CONFIG_KEY,
-        annotation=ScopeDirectory,
-        name="aizk reader",
-        description="This request's reader: only evidence in their scopes is shown.",
-        default=None,
-    ),
     ConfigurableFieldSpec(
         id=BUDGET_CONFIG_KEY,
         annotation=int,
@@ -59,10 +55,12 @@ CONFIG_SPECS: Final = (
         default=None,
     ),
 )
-"""The per-request settings, as LangChain's `config_specs` list them."""
+"""The per-request settings, as LangChain's `config_specs` list them (and LangServe's
+`/config_schema` shows clients). The reader is not among them: it is the server's to set
+(`aizk_directory`), never a client's."""
 
-_KNOWN = frozenset(spec.id for spec in CONFIG_SPECS)
-_KNOWN_KEYS = ", ".join(repr(spec.id) for spec in CONFIG_SPECS)
+_KNOWN = (DIRECTORY_CONFIG_KEY, *(spec.id for spec in CONFIG_SPECS))
+_KNOWN_KEYS = ", ".join(repr(key) for key in _KNOWN)
 
 PER_REQUEST: Final = (
     f"pass this request's reader as config={{'configurable': {{{DIRECTORY_CONFIG_KEY!r}: "
@@ -117,26 +115,44 @@ def request_settings(
                 f"context_room gives), not {quoted(room)}"
             )
         budget = min(settings.budget if budget is None else budget, room)
-    return budget, request_reader(config)
+    return budget, request_reader(config, getattr(settings, "reader_of_user", None))
 
 
-def request_reader(config: RunnableConfig) -> ScopeDirectory | None:
-    """The reader a request names in its `configurable`, if it names one."""
+ReaderOfUser = Callable[[Any], ScopeDirectory | None]
+"""Maps the user a server authenticated to their reader (see `request_reader`)."""
+
+
+def request_reader(
+    config: RunnableConfig, reader_of_user: ReaderOfUser | None = None
+) -> ScopeDirectory | None:
+    """The reader a request names: the authenticated user's, where the server put one in the
+    config (LangGraph Platform's `langgraph_auth_user`) and `reader_of_user` maps it, else the
+    one in `aizk_directory`.
+
+    With `reader_of_user`, what a client sends under `aizk_directory` is never read: only the
+    server's own word on who is asking chooses the reader. Without it, `aizk_directory` must be
+    a `ScopeDirectory`, which a client sending JSON cannot make.
+    """
     configurable: Mapping[str, Any] = config.get("configurable") or {}
+    if reader_of_user is not None:
+        user = configurable.get(AUTH_USER_CONFIG_KEY)
+        return None if user is None else reader_of_user(user)
     if DIRECTORY_CONFIG_KEY not in configurable:
         return None
     directory = configurable[DIRECTORY_CONFIG_KEY]
     if not isinstance(directory, ScopeDirectory):
         raise TypeError(
             f"configurable {DIRECTORY_CONFIG_KEY!r} must be a ScopeDirectory (a call may "
-            f"switch readers but not switch authorization off), not {type(directory).__name__}"
+            f"switch readers but not switch authorization off), not {type(directory).__name__}; "
+            "a reader is the server's to choose: set it where the server authenticates the "
+            "request, never from what a client sends"
         )
     return directory
 
 
 def with_reader(config: RunnableConfig, reader: ScopeDirectory | None) -> RunnableConfig:
-    """`config` naming `reader`, when it names none yet: what runs inside sees the same reader."""
+    """`config` naming `reader`, so what runs inside reads the same reader as the packer."""
     configurable: Mapping[str, Any] = config.get("configurable") or {}
-    if reader is None or DIRECTORY_CONFIG_KEY in configurable:
+    if reader is None or configurable.get(DIRECTORY_CONFIG_KEY) is reader:
         return config
     return patch_config(config, configurable={**configurable, DIRECTORY_CONFIG_KEY: reader})

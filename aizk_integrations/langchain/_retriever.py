@@ -91,6 +91,7 @@ class AizkEvidenceRetriever(BaseRetriever):
     ) -> tuple[RunnableConfig, ScopeDirectory | None]:
         """This request's config, naming its reader, for what runs under this retriever."""
         config = current_config()
-        reader = request_reader(config) or self.compressor.directory
+        compressor = self.compressor
+        reader = request_reader(config, compressor.reader_of_user) or compressor.directory
         child = patch_config(with_reader(config, reader), callbacks=run_manager.get_child())
         return child, reader

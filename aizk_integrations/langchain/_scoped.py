@@ -18,14 +18,13 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever, RetrieverLike
-from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field
 
 from aizk_integrations._paging import Fetched, readable_pages
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations.langchain._config import (
-    CONFIG_SPECS,
     DIRECTORY_CONFIG_KEY,
     carrying,
     current_config,
@@ -69,11 +68,6 @@ class AizkScopedRetriever(BaseRetriever):
             "built-in way for InMemoryVectorStore, Chroma and Qdrant, else unfiltered paging."
         ),
     )
-
-    @property
-    def config_specs(self) -> list[ConfigurableFieldSpec]:
-        """The per-request reader, as LangChain lists a runnable's configurable fields."""
-        return [spec for spec in CONFIG_SPECS if spec.id == DIRECTORY_CONFIG_KEY]
 
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any

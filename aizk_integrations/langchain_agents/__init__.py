@@ -19,10 +19,19 @@ try:
         MEMORY_MESSAGE_NAME,
         AizkMemoryMiddleware,
     )
+    from aizk_integrations.langchain_agents._tool_evidence import (
+        STALE_EVIDENCE_NOTE,
+        AizkToolEvidenceMiddleware,
+    )
 except ImportError as _error:
     raise ImportError(
         "aizk_integrations.langchain_agents needs LangChain's agents (the langchain package); "
         f'install it with pip install "aizk-integrations[langchain-agents]" ({_error})'
     ) from _error
 
-__all__ = ["MEMORY_MESSAGE_NAME", "AizkMemoryMiddleware"]
+__all__ = [
+    "MEMORY_MESSAGE_NAME",
+    "STALE_EVIDENCE_NOTE",
+    "AizkMemoryMiddleware",
+    "AizkToolEvidenceMiddleware",
+]

@@ -68,7 +68,7 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         else the agent's runtime context's, else the compressor's own `directory`."""
         config = current_config()
         reader = (
-            request_reader(config)
+            request_reader(config, self.compressor.reader_of_user)
             or _reader_in(getattr(request.runtime, "context", None))
             or self.compressor.directory
         )

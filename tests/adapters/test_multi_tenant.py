@@ -473,13 +473,9 @@ def test_concurrent_requests_through_one_chain_each_see_their_own_readers_eviden
         assert shown("".join(d.page_content for d in found)) == visible(corpus, reader)
 
 
-def test_our_retriever_lists_its_per_request_settings_the_langchain_way() -> None:
+def test_our_retriever_lists_the_settings_a_caller_may_choose_and_never_the_reader() -> None:
     wrapped = AizkEvidenceRetriever(base_retriever=retriever([Note("note-00", ())]))
-    assert [spec.id for spec in wrapped.config_specs] == [
-        "aizk_directory",
-        "aizk_budget",
-        "aizk_room",
-    ]
+    assert [spec.id for spec in wrapped.config_specs] == ["aizk_budget", "aizk_room"]
 
 
 def mistyped(corpus: list[Note]) -> dict[str, Callable[[], object]]:

@@ -53,7 +53,12 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "StoreSearch",
         "context_room",
     ]
-    assert langchain_agents.__all__ == ["MEMORY_MESSAGE_NAME", "AizkMemoryMiddleware"]
+    assert langchain_agents.__all__ == [
+        "MEMORY_MESSAGE_NAME",
+        "STALE_EVIDENCE_NOTE",
+        "AizkMemoryMiddleware",
+        "AizkToolEvidenceMiddleware",
+    ]
     assert llama_index.__all__ == [
         "AizkCondensePlusContextChatEngine",
         "AizkContextChatEngine",
