@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+import contextlib
+import inspect
+import sys
+from contextvars import ContextVar, Token
+from types import FrameType
 from typing import Final
 
 from aizk_integrations._scopes import ScopeDirectory
@@ -18,26 +20,70 @@ PER_REQUEST: Final = (
 """How the warnings tell a LlamaIndex user to name a request's reader."""
 
 
-@contextmanager
-def reading_as(directory: ScopeDirectory) -> Iterator[None]:
+class reading_as:  # noqa: N801  # a context manager, named as one is used: `with reading_as(...)`
     """Pack every query made inside this block for `directory`'s reader.
 
-    LlamaIndex passes a postprocessor no per-call config, so one shared query engine learns the
-    reader of a request from the context instead. A context variable is private to its thread
-    and to each asyncio task (a task copies the context it was created in), so concurrent
-    requests for different readers never see each other's evidence. Like LangChain's per-call
-    directory, it switches readers but cannot switch authorization off.
+    LlamaIndex passes a postprocessor no per-call config, so one shared query engine can learn
+    the reader of a request from the context instead. A context variable is private to its
+    thread and to each asyncio task (a task copies the context it was created in), so
+    concurrent requests for different readers never see each other's evidence. Like LangChain's
+    per-call directory, it switches readers but cannot switch authorization off.
+
+    Prefer the explicit handle where you can (`AizkEvidencePostprocessor.for_reader`,
+    `AizkScopedRetriever.for_reader`): it does not depend on where code happens to run. A
+    context variable set inside a generator is set in whoever pulls the generator, so two
+    interleaved streams would swap readers and a thread pool pulling it would keep the reader
+    for its next request; `reading_as` therefore refuses to be entered inside a generator, and
+    says what to use instead.
     """
-    if not isinstance(directory, ScopeDirectory):
-        raise TypeError(
-            "reading_as needs a ScopeDirectory (a request may switch readers but not switch "
-            f"authorization off), not {type(directory).__name__}"
-        )
-    token = _call_reader.set(directory)
-    try:
-        yield
-    finally:
-        _call_reader.reset(token)
+
+    def __init__(self, directory: ScopeDirectory) -> None:
+        if not isinstance(directory, ScopeDirectory):
+            raise TypeError(
+                "reading_as needs a ScopeDirectory (a request may switch readers but not switch "
+                f"authorization off), not {type(directory).__name__}"
+            )
+        self._directory = directory
+        self._token: Token[ScopeDirectory | None] | None = None
+
+    def __enter__(self) -> None:
+        if _in_a_stream(sys._getframe(1)):  # the frame of the `with` statement
+            raise RuntimeError(
+                "reading_as cannot be used inside a generator or an async generator (a "
+                "streaming body, a dependency with yield): the reader would be set in whoever "
+                "pulls it, and left there. Bind the reader to the objects the generator uses "
+                "instead: AizkEvidencePostprocessor.for_reader(directory) or "
+                "AizkScopedRetriever.for_reader(directory)"
+            )
+        self._token = _call_reader.set(self._directory)
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None
+        token, self._token = self._token, None
+        try:
+            _call_reader.reset(token)
+        except ValueError:
+            raise RuntimeError(
+                "reading_as was left in another context than it was entered in (a FastAPI "
+                "`def` dependency with `yield` runs each half on a thread pool), so it cannot "
+                "take its reader back. Bind the reader to the objects the request uses instead: "
+                "AizkEvidencePostprocessor.for_reader(directory) or "
+                "AizkScopedRetriever.for_reader(directory)"
+            ) from None
+
+
+def _in_a_stream(frame: FrameType) -> bool:
+    """Whether a `with` in `frame` would set the reader in whoever pulls the frame: a generator
+    or an async generator, unless it is a context manager's (`contextlib.contextmanager`), which
+    is entered and left by one `with` like any other."""
+    if not frame.f_code.co_flags & (inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR):
+        return False
+    driver = frame.f_back
+    return not (
+        driver is not None
+        and driver.f_code.co_filename == contextlib.__file__
+        and driver.f_code.co_name in {"__enter__", "__aenter__"}
+    )
 
 
 def current_reader() -> ScopeDirectory | None:
