@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from aizk_integrations._candidate import Candidate, candidate_evidence
 from aizk_integrations._evidence import Evidence
 from aizk_integrations._rendering import render, shared_scopes
-from aizk_integrations._scopes import Scope, ScopeDirectory
+from aizk_integrations._scopes import PRIVATE, Scope, ScopeDirectory
 
 
 class RecallResult(BaseModel):
@@ -29,6 +29,37 @@ class RecallResult(BaseModel):
         with `ScopeDirectory.permits` first); without one, nothing is labelled with scopes.
         """
         return cls(evidence=tuple(candidate_evidence(each, directory) for each in candidates))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_back(cls, data: object) -> object:
+        """The public JSON read back: its `shared_scopes` describe the scopes the evidence names.
+
+        They are derived, not stored, so they must be exactly the scopes the evidence names
+        (private aside); anything else is not this model's JSON.
+        """
+        if not isinstance(data, Mapping) or "shared_scopes" not in data:
+            return data
+        data = dict(data)
+        described = {}
+        for scope in data.pop("shared_scopes") or ():
+            scope = Scope.model_validate(scope)
+            described[scope.name] = scope
+        evidence = []
+        named: set[str] = set()
+        for item in data.get("evidence") or ():
+            if isinstance(item, Mapping) and isinstance(item.get("scopes"), list | tuple):
+                names = [each for each in item["scopes"] if isinstance(each, str)]
+                named.update(name for name in names if name != PRIVATE)
+                item = {**item, "scopes": [described.get(each, each) for each in item["scopes"]]}
+            evidence.append(item)
+        if set(described) - named:
+            raise ValueError(
+                f"shared_scopes names {sorted(set(described) - named)}, which no evidence "
+                "item is in: shared_scopes are the scopes the evidence names"
+            )
+        data["evidence"] = evidence
+        return data
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented idiom
     @property

@@ -231,3 +231,36 @@ def test_public_models_refuse_fields_they_do_not_have(
 ) -> None:
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
         model.model_validate({**fields, "score": 0.93})
+
+
+@st.composite
+def recalled(draw: st.DrawFn) -> RecallResult:
+    names = draw(st.lists(st.sampled_from(["alpha", "beta", "gamma"]), unique=True, max_size=3))
+    organizations = {
+        f"org-{name}": Scope(name=name, description=draw(st.text(max_size=12))) for name in names
+    }
+    directory = ScopeDirectory.for_caller("me", organizations)
+    ids = ["me", *organizations]
+    candidates = [
+        Candidate(
+            lane=draw(st.sampled_from(list(Lane))),
+            line=draw(st.text(st.characters(codec="utf-8"), max_size=20)),
+            scopes=draw(st.lists(st.sampled_from(ids), min_size=1, max_size=3)),
+            artifact_id=draw(st.none() | st.uuids()),
+            artifact_content_id=draw(st.none() | st.uuids()),
+        )
+        for _ in range(draw(st.integers(0, 4)))
+    ]
+    return RecallResult.from_candidates(candidates, draw(st.sampled_from([directory, None])))
+
+
+@given(recalled())
+def test_a_result_reads_back_its_own_public_json(result: RecallResult) -> None:
+    assert RecallResult.model_validate(result.model_dump(mode="json")) == result
+    assert RecallResult.model_validate_json(result.model_dump_json()) == result
+
+
+def test_json_whose_shared_scopes_no_evidence_names_is_not_a_results_json() -> None:
+    data = {"evidence": [], "shared_scopes": [{"name": "club", "description": ""}]}
+    with pytest.raises(ValidationError, match=r"shared_scopes names \['club'\], which no"):
+        RecallResult.model_validate(data)
