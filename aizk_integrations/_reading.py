@@ -42,6 +42,9 @@ class Source(Generic[Item]):
     metadata_of: Callable[[object, int], object]
     text_of: Callable[[Item, int], object]
     name: Callable[[Sequence[Item], int, bool], str]
+    score_of: Callable[[Item], object]
+    """The ranking score the framework gives a readable item, if it gives one: how a call can
+    tell that its items are not in merit order."""
 
 
 class MetadataKeys(NamedTuple):

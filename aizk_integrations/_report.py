@@ -26,6 +26,31 @@ def report(
     message = missing_message(packing, per_request, scopes_key)
     if message:
         logger.warning("%s", message)
+    disorder = out_of_order(packing.scores)
+    if disorder is not None:
+        later, earlier = disorder
+        logger.warning(
+            "aizk: the items are not in merit order: item %d scores %g, above item %d's %g. "
+            "The packer keeps the longest prefix that fits, so a step that reorders items "
+            "before it (such as LongContextReorder) makes it drop the best ones: put the "
+            "packer right after the retriever or reranker",
+            later + 1,
+            packing.scores[later],
+            earlier + 1,
+            packing.scores[earlier],
+        )
+
+
+def out_of_order(scores: tuple[float | None, ...]) -> tuple[int, int] | None:
+    """The first item that scores higher than the scored item before it, and that item."""
+    previous: tuple[int, float] | None = None
+    for index, score in enumerate(scores):
+        if score is None:
+            continue
+        if previous is not None and score > previous[1]:
+            return index, previous[0]
+        previous = (index, score)
+    return None
 
 
 def missing_message(packing: Packing[Any], per_request: str, scopes_key: str) -> str | None:

@@ -38,6 +38,8 @@ class Packing(Generic[Item]):
     """Position and reason of each item read that the reader may not see."""
     tokens_used: int
     budget: int
+    scores: tuple[float | None, ...]
+    """The ranking score of each item the walk read, in order, where the framework gives one."""
 
     @property
     def total(self) -> int:
@@ -119,7 +121,15 @@ def run(
             budget,
             pricing_for(settings.budget_covers, counter),
         )
-    return Packing(handed, walked.kept, walked.steps, tuple(withheld), walked.tokens_used, budget)
+    scores = tuple(_score(source.score_of(handed[step.item.position])) for step in walked.steps)
+    return Packing(
+        handed, walked.kept, walked.steps, tuple(withheld), walked.tokens_used, budget, scores
+    )
+
+
+def _score(value: object) -> float | None:
+    """A score as a number, or `None` for none (or one that is not a number: no order to tell)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _recorded(items: Iterable[Item]) -> tuple[list[Item], Iterator[Item]]:

@@ -40,11 +40,17 @@ def _name(documents: Sequence[Document], position: int, authorized: bool) -> str
     return f"{name} (id {quoted(identifier)})" if identifier else name
 
 
+def _score_of(document: Document) -> object:
+    """The score LangChain's rerankers (Cohere, Voyage, cross-encoders) leave in metadata."""
+    return document.metadata.get("relevance_score")
+
+
 DOCUMENTS: Final = Source[Document](
     expected="a list (or other sequence) of langchain_core Documents",
     metadata_of=_metadata_of,
     text_of=_page_content_of,
     name=_name,
+    score_of=_score_of,
 )
 """How the packer reads LangChain documents."""
 

@@ -70,11 +70,16 @@ def _name(nodes: Sequence[object], position: int, authorized: bool) -> str:
     return f"node {quoted(scored.node.node_id)} (position {position})"
 
 
+def _score_of(scored: NodeWithScore) -> object:
+    return scored.score
+
+
 NODES: Final = Source[NodeWithScore](
     expected="a list of NodeWithScore",
     metadata_of=_metadata_of,
     text_of=_text_of,
     name=_name,
+    score_of=_score_of,
 )
 """How the packer reads LlamaIndex nodes."""
 
@@ -86,7 +91,9 @@ def block_node(packing: Packing[NodeWithScore]) -> NodeWithScore:
     is only the content, so `get_content` in any of those modes is exactly the block even if a
     later step adds metadata. The id is derived from the block and the counts, so equal outputs
     are equal nodes (the sync and async paths, a retried query); the public JSON adds nothing
-    the block does not already say. The block has no single score, so none.
+    the block does not already say. Its score is its best item's, so a postprocessor after this
+    one that filters by score (`SimilarityPostprocessor`) keeps the block when it would keep
+    that item, rather than dropping a node with no score.
     """
     result = packing.result
     block = result.to_markdown()
@@ -103,7 +110,8 @@ def block_node(packing: Packing[NodeWithScore]) -> NodeWithScore:
         excluded_embed_metadata_keys=list(metadata),
         text_template="{content}",
     )
-    return NodeWithScore(node=node, score=None)
+    scores = [score for score in packing.scores[: len(packing.kept)] if score is not None]
+    return NodeWithScore(node=node, score=max(scores, default=None))
 
 
 def kept_nodes(

@@ -176,7 +176,7 @@ def test_metadata_a_later_step_adds_to_the_block_node_stays_out_of_the_prompt() 
 
 def test_the_block_node_metadata_is_the_public_recall_json_and_the_counts() -> None:
     out = postprocessor(budget=1000).postprocess_nodes(retrieved())
-    assert out[0].score is None
+    assert out[0].score == 0.9  # its best item's, so a later score filter keeps it
     assert out[0].node.metadata == {
         "aizk_recall": {
             "evidence": [
