@@ -38,9 +38,8 @@ def context_room(
 
     A prompt that leaves no room gives 0, with a WARNING: the request then keeps nothing.
     """
-    profile = getattr(model, "profile", None) or {}
-    limit = window if window is not None else profile.get("max_input_tokens")
-    if not is_int(limit) or limit < 1:
+    limit = window_of(model, window)
+    if limit is None:
         raise ValueError(
             f"{type(model).__name__} does not say how many input tokens it takes (no "
             "profile['max_input_tokens']); pass window=<its context window>"
@@ -50,6 +49,19 @@ def context_room(
         used = model.get_num_tokens_from_messages(filled.to_messages())
     else:
         used = model.get_num_tokens(filled.to_string())
+    return room_left(model, limit, used, reserve)
+
+
+def window_of(model: BaseLanguageModel[Any], window: int | None) -> int | None:
+    """The model's input window: `window` if given, else its profile's `max_input_tokens`."""
+    profile = getattr(model, "profile", None) or {}
+    limit = window if window is not None else profile.get("max_input_tokens")
+    return limit if is_int(limit) and limit >= 1 else None
+
+
+def room_left(model: BaseLanguageModel[Any], limit: int, used: int, reserve: int) -> int:
+    """What a window of `limit` tokens leaves once `used` are taken and `reserve` kept back;
+    0, with a WARNING, when nothing is left."""
     room = limit - used - reserve - _BOUNDARY_SLACK
     if room < 1:
         logger.warning(
@@ -65,5 +77,5 @@ def context_room(
 
 
 _BOUNDARY_SLACK = 8
-"""Tokens kept back for where the block meets the prompt's own text: a tokenizer may count a
-few more there than the two parts alone."""
+"""Tokens kept back for where the block meets the prompt's own text (and, in a chat, for the
+message the block comes in): a tokenizer may count a few more there than the parts alone."""

@@ -7,18 +7,21 @@ from typing import Any, Final
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.documents import Document
-from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langchain_core.retrievers import RetrieverLike
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, patch_config
 
+from aizk_integrations._counters import counter_from_langchain
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations.langchain._compressor import AizkEvidenceCompressor, pack_documents
 from aizk_integrations.langchain._config import (
     DIRECTORY_CONFIG_KEY,
+    ROOM_CONFIG_KEY,
     current_config,
     request_reader,
     with_reader,
 )
+from aizk_integrations.langchain._room import room_left, window_of
 from aizk_integrations.langchain._scoped import AizkScopedRetriever, retrieved
 
 MEMORY_MESSAGE_NAME: Final = "aizk_evidence"
@@ -27,14 +30,28 @@ MEMORY_MESSAGE_NAME: Final = "aizk_evidence"
 
 class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # Any context: the reader may come from whatever `context_schema` the agent declares.
-    """Recalled evidence next to the latest user message, on every model call of an agent."""
+    """Recalled evidence next to the latest user message, on every model call of an agent.
+
+    When the model's input window is known (`window`, or the model's profile's
+    `max_input_tokens`), every call's block is fitted to what the thread leaves of it: counted
+    by the model itself, whole block included, within the window less the system message, the
+    history and `reserve` (for tools' schemas, say). A long thread then shrinks the evidence
+    instead of overflowing the model; the compressor's budget stays the most a block takes.
+    """
 
     def __init__(
-        self, retriever: RetrieverLike, compressor: AizkEvidenceCompressor | None = None
+        self,
+        retriever: RetrieverLike,
+        compressor: AizkEvidenceCompressor | None = None,
+        *,
+        window: int | None = None,
+        reserve: int = 0,
     ) -> None:
         super().__init__()
         self.retriever = retriever
         self.compressor = compressor if compressor is not None else AizkEvidenceCompressor()
+        self.window = window
+        self.reserve = reserve
 
     def wrap_model_call(
         self,
@@ -82,13 +99,35 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         config: RunnableConfig,
     ) -> ModelRequest[Any]:
         """The request with the block as a user message right before the latest one."""
-        block = pack_documents(self.compressor, documents, config).result.to_markdown()
+        packer, config = self._fitted(request, config)
+        block = pack_documents(packer, documents, config).result.to_markdown()
         if not block:
             return request
         messages = list(request.messages)
         at = next(i for i in range(len(messages) - 1, -1, -1) if messages[i] is latest)
         messages.insert(at, HumanMessage(content=block, name=MEMORY_MESSAGE_NAME))
         return request.override(messages=messages)
+
+    def _fitted(
+        self, request: ModelRequest[Any], config: RunnableConfig
+    ) -> tuple[AizkEvidenceCompressor, RunnableConfig]:
+        """The compressor and config that fit this call's block into the model's window."""
+        model = request.model
+        limit = window_of(model, self.window)
+        if limit is None:
+            return self.compressor, config
+        sent: list[BaseMessage] = list(request.messages)
+        if request.system_message is not None:
+            sent.insert(0, request.system_message)
+        used = model.get_num_tokens_from_messages(sent)
+        room = room_left(model, limit, used, self.reserve)
+        configurable = config.get("configurable") or {}
+        asked = configurable.get(ROOM_CONFIG_KEY)
+        room = room if asked is None else min(room, asked)
+        packer = self.compressor.model_copy(
+            update={"token_counter": counter_from_langchain(model), "budget_covers": "block"}
+        )
+        return packer, patch_config(config, configurable={**configurable, ROOM_CONFIG_KEY: room})
 
 
 def _latest_user_message(messages: list[AnyMessage]) -> HumanMessage | None:

@@ -124,7 +124,15 @@ def test_the_adapters_expose_no_plumbing_methods() -> None:
     from aizk_integrations.langchain import AizkEvidenceCompressor
     from aizk_integrations.llama_index import AizkEvidencePostprocessor
 
-    ours = {"as_runnable", "compress_documents", "acompress_documents", "class_name", "to_dict"}
+    ours = {
+        "as_runnable",
+        "compress_documents",
+        "acompress_documents",
+        "class_name",
+        "to_dict",
+        "for_model",
+        "for_reader",
+    }
     for adapter in (AizkEvidenceCompressor, AizkEvidencePostprocessor):
         defined = {
             name
