@@ -5,6 +5,11 @@ nodes in the order it is given, withholds what the reader may not see, keeps the
 that fits the budget and replaces the list with a single node whose text is the markdown block.
 Its settings and rules are the ones the LangChain adapter has, written once, so the two behave
 the same.
+
+Over a store shared by many readers, retrieve with `AizkScopedRetriever` instead: it asks the
+store only for what the request's reader may read, so readers are not starved by each other's
+notes and no retrieval event or log carries another reader's text; given the postprocessor as
+`evidence`, it packs the block itself, fetching only while the budget has room.
 """
 
 try:
@@ -16,6 +21,8 @@ try:
     from aizk_integrations.llama_index._memory import AizkMemoryBlock
     from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor
     from aizk_integrations.llama_index._reader import reading_as
+    from aizk_integrations.llama_index._scoped import AizkScopedRetriever
+    from aizk_integrations.llama_index._stores import ScopeFilter
 except ImportError as _error:
     raise ImportError(
         "aizk_integrations.llama_index needs LlamaIndex; install it with "
@@ -28,5 +35,7 @@ __all__ = [
     "AizkEvidencePacked",
     "AizkEvidencePostprocessor",
     "AizkMemoryBlock",
+    "AizkScopedRetriever",
+    "ScopeFilter",
     "reading_as",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypedDict
 
 from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # the
     get_dispatcher,  # documented path; the name lives in llama_index_instrumentation
@@ -15,8 +15,9 @@ from llama_index.core.utils import get_tokenizer
 from pydantic import ConfigDict, Field, model_validator
 
 from aizk_integrations._report import report
-from aizk_integrations._run import expect_sequence, run
+from aizk_integrations._run import Packing, expect_sequence, run
 from aizk_integrations._settings import PackingSettings
+from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.llama_index._event import AizkEvidencePacked
 from aizk_integrations.llama_index._nodes import NODES, block_node, kept_nodes
@@ -104,25 +105,9 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
         expect_sequence(nodes, NODES.expected)
-        budget = counter = None
-        if self.fit_to is not None:
-            room = room_for_block(self.fit_to, query_bundle.query_str if query_bundle else "")
-            if room < 1:  # packed all the same, to a budget of 0: the counts still travel
-                logger.warning(
-                    "aizk: %s's context window leaves no room for evidence under this "
-                    "engine's prompt and query; the query gets none",
-                    type(self.fit_to).__name__,
-                )
-            budget = min(room, self.budget)
-            counter = self.token_counter or counter_from_llama_index(get_tokenizer())
-        packing = run(nodes, NODES, self, budget=budget, reader=current_reader(), counter=counter)
-        report(packing, logger, PER_REQUEST, self.scopes_key)
-        _dispatcher.event(AizkEvidencePacked(counts=packing.counts))
-        if not packing.kept:
-            return []
-        if self.return_nodes:
-            return kept_nodes(packing, self.citation_keys)
-        return [block_node(packing)]
+        limits = call_limits(self, query_bundle)
+        packing = run(nodes, NODES, self, reader=current_reader(), **limits)
+        return packed_nodes(self, packing)
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """The settings as a dict; a token counter or a `fit_to` LLM, being live objects, is
@@ -159,3 +144,52 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         """The sync path, run in place: packing never waits on I/O, so a thread buys nothing."""
         return self._postprocess_nodes(nodes, query_bundle)
+
+
+class CallLimits(TypedDict):
+    """A call's own budget and token counter, as `run` takes them: `None` keeps the settings'."""
+
+    budget: int | None
+    counter: TokenCounter | None
+
+
+def call_limits(
+    evidence: AizkEvidencePostprocessor, query_bundle: QueryBundle | None
+) -> CallLimits:
+    """The budget and counter one call packs with: the settings', unless `fit_to` sizes the
+    budget to the room the model's window leaves for this query.
+
+    Worked out once per call, before any node is read, so a walk that scoped retrieval feeds
+    page by page packs to the same budget as one handed every node at once.
+    """
+    if evidence.fit_to is None:
+        return CallLimits(budget=None, counter=None)
+    room = room_for_block(evidence.fit_to, query_bundle.query_str if query_bundle else "")
+    if room < 1:  # packed all the same, to a budget of 0: the counts still travel
+        logger.warning(
+            "aizk: %s's context window leaves no room for evidence under this "
+            "engine's prompt and query; the query gets none",
+            type(evidence.fit_to).__name__,
+        )
+    return CallLimits(
+        budget=min(room, evidence.budget),
+        counter=evidence.token_counter or counter_from_llama_index(get_tokenizer()),
+    )
+
+
+def packed_nodes(
+    evidence: AizkEvidencePostprocessor, packing: Packing[NodeWithScore]
+) -> list[NodeWithScore]:
+    """What a packing hands on: its report and event sent, then the one block node, the kept
+    nodes (`return_nodes`), or nothing when nothing was kept.
+
+    The postprocessor and scoped retrieval with `evidence` both finish a call here, so a query
+    engine tells its logs and tracing handlers the same thing whichever of them packed.
+    """
+    report(packing, logger, PER_REQUEST, evidence.scopes_key)
+    _dispatcher.event(AizkEvidencePacked(counts=packing.counts))
+    if not packing.kept:
+        return []
+    if evidence.return_nodes:
+        return kept_nodes(packing, evidence.citation_keys)
+    return [block_node(packing)]

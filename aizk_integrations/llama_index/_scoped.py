@@ -1,0 +1,368 @@
+"""`AizkScopedRetriever`: a shared index asked only for what the request's reader may read.
+
+Filtering after top-k starves readers: in a store shared by many readers the top few nodes are
+mostly other readers', which the packer then withholds, and those nodes travel in LlamaIndex's
+retrieval events, its callback payloads and its DEBUG log before the packer ever sees them. So
+the reader goes into the store query instead (exactly where the store can say it, otherwise as
+the strongest condition it can say, see `_stores`), every node the store returns is checked
+again with the packer's own rule, and the store is paged: a small first page, then pages twice
+as long, only while the caller still wants more. The store is queried directly, below
+LlamaIndex's traced retriever layer, so the only retrieval event is this retriever's own, and
+it carries only what the reader may read.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import TypeVar
+
+from llama_index.core import Settings, VectorStoreIndex
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
+
+from aizk_integrations._paging import Fetched, readable_pages
+from aizk_integrations._run import Packing, run
+from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations.llama_index._nodes import NODES
+from aizk_integrations.llama_index._postprocessor import (
+    AizkEvidencePostprocessor,
+    CallLimits,
+    call_limits,
+    packed_nodes,
+)
+from aizk_integrations.llama_index._reader import PER_REQUEST, current_reader
+from aizk_integrations.llama_index._stores import (
+    ScopeFilter,
+    built_in_filter,
+    check_store,
+    quiet_store_logs,
+)
+
+logger = logging.getLogger("aizk_integrations.llama_index")
+
+Search = Callable[[int], list[NodeWithScore]]
+"""The store's best `n` nodes for one call's query, as the pager asks for them."""
+ScopedQuery = Callable[[frozenset[str]], ScopeFilter]
+"""What narrows a store query for a reader's scope ids: the protocol for any other store."""
+Walked = TypeVar("Walked")
+
+
+class AizkScopedRetriever(BaseRetriever):
+    """Retrieve from a shared `VectorStoreIndex` only what the request's reader may read.
+
+    The reader of a call is `directory`, else the one `reading_as` names. With neither it
+    retrieves nothing and says so in a warning: a call that names no reader is never answered
+    with somebody's notes. Use `for_reader` to bind a request's reader.
+
+    Without `evidence`, it returns the reader's best `similarity_top_k` nodes, for any
+    pipeline. With `evidence`, an `AizkEvidencePostprocessor`, it returns what that
+    postprocessor would (the one block node, or the kept nodes with `return_nodes`), packed for
+    the same reader from pages fetched as the walk reads them, so the store is asked for more
+    only while the budget has room; its report and `AizkEvidencePacked` event are the
+    postprocessor's own. Give such an engine no postprocessor of its own.
+
+    The store is asked first for `similarity_top_k` nodes, then for twice as many each time the
+    readable ones run out, `max_fetch` at most. Qdrant is filtered exactly, `SimpleVectorStore`
+    and Chroma with a necessary condition, FAISS not at all; `scoped_query` plugs in any other
+    store (it gets the reader's scope ids and returns a `ScopeFilter`). Whatever the store
+    returns is re-checked with `ScopeDirectory.may_read` on the metadata key `scopes_key`
+    before it is returned, so a weak filter costs pages, never another reader's text. Nodes in
+    no scope are not returned. Ingest with `TextNode(text, metadata=scope_metadata(scopes))`.
+
+    The query is embedded once per call with `embed_model`, by default the index's own.
+    """
+
+    def __init__(
+        self,
+        index: VectorStoreIndex,
+        *,
+        similarity_top_k: int = 4,
+        max_fetch: int = 256,
+        scopes_key: str = "scopes",
+        directory: ScopeDirectory | None = None,
+        evidence: AizkEvidencePostprocessor | None = None,
+        scoped_query: ScopedQuery | None = None,
+        embed_model: BaseEmbedding | None = None,
+    ) -> None:
+        if not isinstance(index, VectorStoreIndex):
+            raise TypeError(
+                f"AizkScopedRetriever needs a VectorStoreIndex, not {type(index).__name__}"
+            )
+        _check_count("similarity_top_k", similarity_top_k, 1)
+        _check_count("max_fetch", max_fetch, similarity_top_k)
+        if not isinstance(scopes_key, str) or not scopes_key:
+            raise ValueError("scopes_key must be a non-empty metadata key")
+        _check_reader(directory, "directory", optional=True)
+        if evidence is not None:
+            _check_evidence(evidence, scopes_key)
+        if scoped_query is not None and not callable(scoped_query):
+            raise TypeError(
+                "scoped_query must be a function from a reader's scope ids to a ScopeFilter"
+            )
+        check_store(index.vector_store)
+        super().__init__(callback_manager=Settings.callback_manager)
+        self._index = index
+        self._top_k = similarity_top_k
+        self._max_fetch = max_fetch
+        self._scopes_key = scopes_key
+        self._directory = directory
+        self._evidence = evidence
+        self._scoped_query = scoped_query
+        # The index's own model unless told otherwise, as `index.as_retriever()` does: the
+        # query must be embedded like the stored nodes were, and LlamaIndex keeps the index's
+        # model only in its private `_embed_model`.
+        self._embed_model = index._embed_model if embed_model is None else embed_model
+
+    def for_reader(self, directory: ScopeDirectory) -> AizkScopedRetriever:
+        """This retriever bound to one reader: the recommended way to name a request's reader.
+
+        A cheap copy sharing the index and settings, made per request and handed to the engine,
+        e.g. `RetrieverQueryEngine.from_args(retriever.for_reader(sam), llm=...)`: the reader
+        is then part of the engine itself and reaches every thread, task and sub-retriever it
+        uses, where `reading_as` reaches only code running in its context.
+        """
+        _check_reader(directory, "for_reader", optional=False)
+        bound = copy.copy(self)
+        bound._directory = directory
+        return bound
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        reader = self._reader()
+        if reader is None:
+            return []
+        pages = self._pages(reader, query_bundle, self._embedding(query_bundle))
+        if self._evidence is None:
+            found = self._best(reader, pages.search)
+            pages.log()
+            return found
+        evidence = self._evidence
+        limits = call_limits(evidence, query_bundle)
+        packing = _packed(evidence, reader, self._readable(reader, pages.search), limits)
+        pages.log()
+        return packed_nodes(evidence, packing)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        reader = self._reader()
+        if reader is None:
+            return []
+        embedding = query_bundle.embedding
+        if embedding is None:
+            embedding = await self._embed_model.aget_agg_embedding_from_queries(
+                query_bundle.embedding_strs
+            )
+        pages = self._pages(reader, query_bundle, embedding)
+        if self._evidence is None:
+            found = await _replayed(lambda search: self._best(reader, search), pages.asearch)
+            pages.log()
+            return found
+        evidence = self._evidence
+        limits = call_limits(evidence, query_bundle)
+        packing = await _replayed(
+            lambda search: _packed(evidence, reader, self._readable(reader, search), limits),
+            pages.asearch,
+        )
+        pages.log()
+        return packed_nodes(evidence, packing)
+
+    def _reader(self) -> ScopeDirectory | None:
+        reader = self._directory if self._directory is not None else current_reader()
+        if reader is None:
+            logger.warning(
+                "aizk: scoped retrieval has no reader for this call, so it retrieved nothing "
+                "(it never falls back to showing anyone's notes): bind the request's reader "
+                "with retriever.for_reader(directory), or %s",
+                PER_REQUEST,
+            )
+        return reader
+
+    def _embedding(self, query_bundle: QueryBundle) -> list[float]:
+        if query_bundle.embedding is not None:
+            return query_bundle.embedding
+        return self._embed_model.get_agg_embedding_from_queries(query_bundle.embedding_strs)
+
+    def _pages(
+        self, reader: ScopeDirectory, query_bundle: QueryBundle, embedding: list[float]
+    ) -> _StoreQuery:
+        scope_ids = frozenset(reader.scopes.keys())
+        narrowing: ScopeFilter | None
+        if not scope_ids:  # a reader of no scopes may read nothing: the store is not asked
+            narrowing = None
+        elif self._scoped_query is None:
+            narrowing = built_in_filter(self._index.vector_store, scope_ids, self._scopes_key)
+        else:
+            narrowing = self._scoped_query(scope_ids)
+            if not isinstance(narrowing, ScopeFilter):
+                raise TypeError(
+                    "scoped_query must return a ScopeFilter (filters and/or store_kwargs), "
+                    f"not {type(narrowing).__name__}"
+                )
+        return _StoreQuery(self._index, narrowing, embedding, query_bundle.query_str)
+
+    def _readable(self, reader: ScopeDirectory, search: Search) -> Iterator[NodeWithScore]:
+        return readable_pages(
+            search,
+            lambda scored: reader.may_read(scored.node.metadata.get(self._scopes_key)),
+            lambda scored: scored.node.node_id,
+            first=self._top_k,
+            most=self._max_fetch,
+        )
+
+    def _best(self, reader: ScopeDirectory, search: Search) -> list[NodeWithScore]:
+        return list(islice(self._readable(reader, search), self._top_k))
+
+
+def _packed(
+    evidence: AizkEvidencePostprocessor,
+    reader: ScopeDirectory,
+    readable: Iterator[NodeWithScore],
+    limits: CallLimits,
+) -> Packing[NodeWithScore]:
+    """The postprocessor's own run over the readable nodes, read as far as its walk goes."""
+    return run(readable, NODES, evidence, reader=reader, **limits)
+
+
+@dataclass
+class _StoreQuery:
+    """One call's store query, asked for its best `size` nodes at a time, and what it cost."""
+
+    index: VectorStoreIndex
+    narrowing: ScopeFilter | None
+    """None: nothing can match, and the store is not asked."""
+    embedding: list[float]
+    query_str: str
+    fetched: Fetched = field(default_factory=Fetched)
+
+    def search(self, size: int) -> list[NodeWithScore]:
+        if self.narrowing is None:
+            return []
+        store = self.index.vector_store
+        with quiet_store_logs(store):
+            result = store.query(self._query(size), **self.narrowing.store_kwargs)
+        if result.nodes is not None:
+            return self._scored(result, result.nodes)
+        return self._scored(result, self.index.docstore.get_nodes(self._node_ids(result)))
+
+    async def asearch(self, size: int) -> list[NodeWithScore]:
+        if self.narrowing is None:
+            return []
+        store = self.index.vector_store
+        with quiet_store_logs(store):
+            result = await store.aquery(self._query(size), **self.narrowing.store_kwargs)
+        if result.nodes is not None:
+            return self._scored(result, result.nodes)
+        nodes = await self.index.docstore.aget_nodes(self._node_ids(result))
+        return self._scored(result, nodes)
+
+    def _query(self, size: int) -> VectorStoreQuery:
+        assert self.narrowing is not None
+        return VectorStoreQuery(
+            query_embedding=self.embedding,
+            similarity_top_k=size,
+            query_str=self.query_str,
+            filters=self.narrowing.filters,
+        )
+
+    def _node_ids(self, result: VectorStoreQueryResult) -> list[str]:
+        """The nodes of a store that keeps only vectors (FAISS, `SimpleVectorStore`), by the
+        ids the index filed them under."""
+        return [self.index.index_struct.nodes_dict[each] for each in result.ids or []]
+
+    def _scored(
+        self, result: VectorStoreQueryResult, nodes: Sequence[BaseNode]
+    ) -> list[NodeWithScore]:
+        scores: Sequence[float | None] = result.similarities or [None] * len(nodes)
+        self.fetched.calls += 1
+        self.fetched.returned += len(nodes)
+        return [
+            NodeWithScore(node=node, score=score) for node, score in zip(nodes, scores, strict=True)
+        ]
+
+    def log(self) -> None:
+        """What the call cost the store, for tuning `similarity_top_k` and `max_fetch`."""
+        logger.debug(
+            "aizk scoped retrieval: %d store calls, %d nodes fetched",
+            self.fetched.calls,
+            self.fetched.returned,
+        )
+
+
+class _PageNotFetchedError(Exception):
+    """The walk asked for a page the async path has not fetched yet."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+async def _replayed(
+    walk: Callable[[Search], Walked], asearch: Callable[[int], Awaitable[list[NodeWithScore]]]
+) -> Walked:
+    """Run a synchronous walk over pages an async store returns, as far as the walk reads.
+
+    The walk (the pager, and the packer reading it) pulls pages while it reads and cannot
+    await, so it is run over the pages fetched so far; when it asks for one not fetched yet it
+    stops there, the page is awaited, and the walk runs again from the start over the same
+    pages. Pages double, so a walk that needs p pages runs p + 1 times over pages it has
+    already read; in exchange the async path is the sync walk itself, written once, asking
+    the store for exactly the pages the sync path would.
+    """
+    pages: dict[int, list[NodeWithScore]] = {}
+
+    def search(size: int) -> list[NodeWithScore]:
+        if size not in pages:
+            raise _PageNotFetchedError(size)
+        return pages[size]
+
+    while True:
+        try:
+            return walk(search)
+        except _PageNotFetchedError as needed:
+            size = needed.size
+        pages[size] = await asearch(size)  # outside the handler: its errors chain nothing
+
+
+def _check_count(name: str, value: object, least: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, got {value}")
+
+
+def _check_reader(directory: object, where: str, *, optional: bool) -> None:
+    if directory is None and optional:
+        return
+    if not isinstance(directory, ScopeDirectory):
+        raise TypeError(
+            f"{where} needs a ScopeDirectory (a request may switch readers but not switch "
+            f"authorization off), not {type(directory).__name__}"
+        )
+
+
+def _check_evidence(evidence: object, scopes_key: str) -> None:
+    """Refuse evidence settings that would pack for another reader or read another key.
+
+    The reader is stated once, on the retriever, and reaches the store query and the packer
+    alike; a directory on the postprocessor as well would be a second, possibly different,
+    reader.
+    """
+    if not isinstance(evidence, AizkEvidencePostprocessor):
+        raise TypeError(
+            f"evidence must be an AizkEvidencePostprocessor, not {type(evidence).__name__}"
+        )
+    if evidence.directory is not None:
+        raise ValueError(
+            "evidence has a directory of its own; with scoped retrieval the reader is the "
+            "retriever's: pass directory= to AizkScopedRetriever (or use for_reader or "
+            "reading_as) and leave the postprocessor's directory unset"
+        )
+    if evidence.scopes_key != scopes_key:
+        raise ValueError(
+            f"evidence reads scopes from {evidence.scopes_key!r} but the retriever filters on "
+            f"{scopes_key!r}; give both the same scopes_key"
+        )
