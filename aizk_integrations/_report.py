@@ -28,28 +28,35 @@ def report(
         logger.warning("%s", message)
     disorder = out_of_order(packing.scores)
     if disorder is not None:
-        later, earlier = disorder
         logger.warning(
-            "aizk: the items are not in merit order: item %d scores %g, above item %d's %g. "
-            "The packer keeps the longest prefix that fits, so a step that reorders items "
-            "before it (such as LongContextReorder) makes it drop the best ones: put the "
-            "packer right after the retriever or reranker",
-            later + 1,
-            packing.scores[later],
-            earlier + 1,
-            packing.scores[earlier],
+            "aizk: the items are not in merit order: item %d scores %g, against the order of "
+            "the items before it (item %d scores %g). The packer keeps the longest prefix that "
+            "fits, so a step that reorders items before it (such as LongContextReorder) makes "
+            "it drop the best ones: put the packer right after the retriever or reranker",
+            disorder + 1,
+            packing.scores[disorder],
+            disorder,
+            packing.scores[disorder - 1],
         )
 
 
-def out_of_order(scores: tuple[float | None, ...]) -> tuple[int, int] | None:
-    """The first item that scores higher than the scored item before it, and that item."""
-    previous: tuple[int, float] | None = None
-    for index, score in enumerate(scores):
+def out_of_order(scores: tuple[float | None, ...]) -> int | None:
+    """The first item whose score turns against the order of the scores before it, if any.
+
+    Scores may rank either way (a similarity, higher first; a distance, lower first), so only a
+    ranking that changes direction is out of order. Items without a score end the check.
+    """
+    ranked = []
+    for score in scores:
         if score is None:
-            continue
-        if previous is not None and score > previous[1]:
-            return index, previous[0]
-        previous = (index, score)
+            break
+        ranked.append(score)
+    direction = 0
+    for index in range(1, len(ranked)):
+        step = (ranked[index] > ranked[index - 1]) - (ranked[index] < ranked[index - 1])
+        if step and direction and step != direction:
+            return index
+        direction = direction or step
     return None
 
 

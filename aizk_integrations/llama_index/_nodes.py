@@ -91,9 +91,10 @@ def block_node(packing: Packing[NodeWithScore]) -> NodeWithScore:
     is only the content, so `get_content` in any of those modes is exactly the block even if a
     later step adds metadata. The id is derived from the block and the counts, so equal outputs
     are equal nodes (the sync and async paths, a retried query); the public JSON adds nothing
-    the block does not already say. Its score is its best item's, so a postprocessor after this
-    one that filters by score (`SimilarityPostprocessor`) keeps the block when it would keep
-    that item, rather than dropping a node with no score.
+    the block does not already say. Its score is its first item's (the best, whichever way the
+    scores rank), so a postprocessor after this one that filters by score
+    (`SimilarityPostprocessor`) keeps the block when it would keep that item, rather than
+    dropping a node with no score.
     """
     result = packing.result
     block = result.to_markdown()
@@ -110,8 +111,7 @@ def block_node(packing: Packing[NodeWithScore]) -> NodeWithScore:
         excluded_embed_metadata_keys=list(metadata),
         text_template="{content}",
     )
-    scores = [score for score in packing.scores[: len(packing.kept)] if score is not None]
-    return NodeWithScore(node=node, score=max(scores, default=None))
+    return NodeWithScore(node=node, score=packing.scores[0] if packing.kept else None)
 
 
 def kept_nodes(

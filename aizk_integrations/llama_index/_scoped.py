@@ -83,7 +83,7 @@ class AizkScopedRetriever(BaseRetriever):
         index: VectorStoreIndex,
         *,
         similarity_top_k: int = 4,
-        max_fetch: int = 256,
+        max_fetch: int = 1024,
         scopes_key: str = "scopes",
         directory: ScopeDirectory | None = None,
         evidence: AizkEvidencePostprocessor | None = None,

@@ -70,9 +70,21 @@ def test_documents_a_reranker_scored_out_of_order_are_a_warning(
 ) -> None:
     documents = [
         Document(f"note {n}", metadata={**scope_metadata("sam"), "relevance_score": score})
-        for n, score in enumerate([0.2, 0.9, 0.5])
+        for n, score in enumerate([0.2, 0.9, 0.5])  # up, then down: reordered
     ]
     with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
         AizkEvidenceCompressor(directory=SAM).compress_documents(documents, "q")
     [warning] = [r.getMessage() for r in caplog.records if "merit order" in r.getMessage()]
-    assert "item 2 scores 0.9, above item 1's 0.2" in warning
+    assert "item 3 scores 0.5, against the order of the items before it (item 2" in warning
+
+
+def test_distances_ranked_lowest_first_are_merit_order_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    nodes = ranked(6)
+    for rank, scored in enumerate(nodes):
+        scored.score = 0.1 * rank  # a distance: the best is the smallest
+    with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
+        [block] = AizkEvidencePostprocessor(directory=SAM).postprocess_nodes(nodes)
+    assert not caplog.records
+    assert block.score == 0.0  # the first item's, the best

@@ -582,17 +582,7 @@ def test_without_a_reader_retrieval_returns_nothing_and_says_how_to_name_one(
 
 @pytest.mark.parametrize(
     "kind",
-    [
-        *[kind for kind in KINDS if kind != "faiss"],
-        pytest.param(
-            "faiss",
-            marks=pytest.mark.xfail(
-                reason="the merit-order warning reads the FAISS store's L2 distances (lower is "
-                "better) as scores, so every FAISS block warns of items out of order",
-                strict=True,
-            ),
-        ),
-    ],
+    KINDS,
 )
 def test_a_reader_with_notes_gets_their_block_without_a_warning(
     kind: str, caplog: pytest.LogCaptureFixture

@@ -65,6 +65,8 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "AizkEvidencePacked",
         "AizkEvidencePostprocessor",
         "AizkMemoryBlock",
+        "AizkScopedRetriever",
+        "ScopeFilter",
         "reading_as",
     ]
     for module in (counters, langchain, langchain_agents, llama_index):
