@@ -12,10 +12,11 @@ from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.utils import get_tokenizer
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from aizk_integrations._report import report
 from aizk_integrations._run import Packing, expect_sequence, run
+from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations._settings import PackingSettings
 from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
@@ -76,9 +77,29 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
             )
         return self
 
+    _bound: ScopeDirectory | None = PrivateAttr(default=None)
+
     @classmethod
     def class_name(cls) -> str:
         return "AizkEvidencePostprocessor"
+
+    def for_reader(self, directory: ScopeDirectory) -> AizkEvidencePostprocessor:
+        """This postprocessor bound to one reader: the recommended way to name a request's reader.
+
+        A cheap copy sharing every setting, made per request and handed to the engine
+        (`index.as_query_engine(node_postprocessors=[evidence.for_reader(sam)])`): the reader is
+        then part of the engine, whatever thread, task or stream runs it, where `reading_as`
+        reaches only code running in its context. A bound reader comes before `reading_as`,
+        which comes before `directory`.
+        """
+        if not isinstance(directory, ScopeDirectory):
+            raise TypeError(
+                "for_reader needs a ScopeDirectory (a request may switch readers but not switch "
+                f"authorization off), not {type(directory).__name__}"
+            )
+        bound = self.model_copy()
+        bound._bound = directory
+        return bound
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Pydantic would accept `budget = 10**6` silently, and even with validate_assignment it
@@ -106,7 +127,7 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         """Pack the nodes in the order given; the query plays no part in what is kept."""
         expect_sequence(nodes, NODES.expected)
         limits = call_limits(self, query_bundle)
-        packing = run(nodes, NODES, self, reader=current_reader(), **limits)
+        packing = run(nodes, NODES, self, reader=reader_of(self), **limits)
         return packed_nodes(self, packing)
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
@@ -151,6 +172,12 @@ class CallLimits(TypedDict):
 
     budget: int | None
     counter: TokenCounter | None
+
+
+def reader_of(evidence: AizkEvidencePostprocessor) -> ScopeDirectory | None:
+    """The reader of a call made now: the one bound to `evidence`, else `reading_as`'s, else
+    its `directory`."""
+    return evidence._bound or current_reader() or evidence.directory
 
 
 def call_limits(

@@ -112,6 +112,7 @@ class AizkScopedRetriever(BaseRetriever):
         self._max_fetch = max_fetch
         self._scopes_key = scopes_key
         self._directory = directory
+        self._bound: ScopeDirectory | None = None
         self._evidence = evidence
         self._scoped_query = scoped_query
         # The index's own model unless told otherwise, as `index.as_retriever()` does: the
@@ -129,7 +130,7 @@ class AizkScopedRetriever(BaseRetriever):
         """
         _check_reader(directory, "for_reader", optional=False)
         bound = copy.copy(self)
-        bound._directory = directory
+        bound._bound = directory
         return bound
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -171,7 +172,9 @@ class AizkScopedRetriever(BaseRetriever):
         return packed_nodes(evidence, packing)
 
     def _reader(self) -> ScopeDirectory | None:
-        reader = self._directory if self._directory is not None else current_reader()
+        # The reader bound to this copy, else the one `reading_as` names, else `directory`:
+        # the order the postprocessor reads them in too.
+        reader = self._bound or current_reader() or self._directory
         if reader is None:
             logger.warning(
                 "aizk: scoped retrieval has no reader for this call, so it retrieved nothing "

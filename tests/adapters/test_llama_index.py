@@ -15,6 +15,7 @@ import json
 import re
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from llama_index_instrumentation.span_handlers.base import BaseSpanHandler
 from pydantic import Field
 
 from aizk_integrations import EvidenceError, Scope, ScopeDirectory
-from aizk_integrations.llama_index import AizkEvidencePostprocessor
+from aizk_integrations.llama_index import AizkEvidencePostprocessor, reading_as
 
 SAM = "sam"
 ANA = "ana"
@@ -589,3 +590,24 @@ def test_a_query_where_everything_is_withheld_reaches_the_llm_with_no_context(
     assert response.source_nodes == []
     for text in (*READABLE.values(), *WITHHELD.values()):
         assert text not in str(response)
+
+
+# One reader per request, held by the postprocessor itself
+
+
+def test_a_postprocessor_bound_to_a_reader_packs_for_it_in_any_thread() -> None:
+    shared = AizkEvidencePostprocessor()
+    bound = shared.for_reader(sam_directory())
+    with ThreadPoolExecutor(2) as pool:  # a plain thread: no context carried
+        [block] = pool.submit(bound.postprocess_nodes, retrieved()).result()
+    assert block.node.metadata["aizk_counts"]["kept"] == 3
+    [unbound] = shared.postprocess_nodes(retrieved())  # the shared one is left without a reader
+    assert unbound.node.metadata["aizk_counts"]["kept"] == 1  # the scratch note, naming no scope
+    with reading_as(ScopeDirectory.for_caller(ANA, {})):  # the bound reader comes first
+        [again] = bound.postprocess_nodes(retrieved())
+    assert again.node.get_content() == block.node.get_content()
+
+
+def test_binding_a_reader_takes_a_directory_only() -> None:
+    with pytest.raises(TypeError, match="for_reader needs a ScopeDirectory"):
+        postprocessor().for_reader({"sam": "private"})  # type: ignore[arg-type]
