@@ -10,6 +10,11 @@ from typing import Any
 from langchain_core.callbacks import CallbackManager, CallbackManagerForChainRun, Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseLanguageModel
+from langchain_core.load.serializable import (
+    Serializable,
+    SerializedConstructor,
+    SerializedNotImplemented,
+)
 from langchain_core.runnables import (
     ConfigurableFieldSpec,
     Runnable,
@@ -39,7 +44,7 @@ from aizk_integrations.langchain._documents import (
 logger = logging.getLogger("aizk_integrations.langchain")
 
 
-class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
+class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor, Serializable):
     """Pack retrieved documents into aizk's evidence block, within a budget and for one reader.
 
     The settings (budget, reader directory, metadata key names, token counter) are validated
@@ -50,8 +55,9 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
     through the config.
     """
 
-    # Unknown settings are refused by PackingSettings' own `extra="forbid"`.
-    model_config = ConfigDict(frozen=True)
+    # Unknown settings are refused, as PackingSettings says; said again here because LangChain's
+    # Serializable, a base too, would otherwise ignore them.
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     reader_of_user: ReaderOfUser | None = Field(
         default=None,
@@ -83,6 +89,35 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor):
         language. `settings` are any others, e.g. `budget=1024, directory=reader`.
         """
         return cls(token_counter=counter_from_langchain(model), budget_covers="block", **settings)
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        return True
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        return ["aizk_integrations", "langchain"]
+
+    def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
+        """The settings as LangChain's `dumpd` writes a constructor, for `loads` to rebuild.
+
+        A token counter or `reader_of_user` is a live function LangChain cannot write: such a
+        compressor is refused, saying what to do instead, rather than written without them and
+        rebuilt counting differently or choosing readers differently.
+        """
+        live = [name for name in ("token_counter", "reader_of_user") if getattr(self, name)]
+        if live:
+            raise TypeError(
+                f"this AizkEvidenceCompressor holds {' and '.join(live)}, a live function "
+                "LangChain's dumpd cannot write; pickle the chain instead (it pickles), or "
+                "build the compressor in code where the chain is loaded"
+            )
+        return {
+            "lc": 1,
+            "type": "constructor",
+            "id": [*self.get_lc_namespace(), type(self).__name__],
+            "kwargs": self.model_dump(mode="json", exclude_defaults=True),
+        }
 
     def compress_documents(
         self,
@@ -137,6 +172,14 @@ class AizkEvidenceBlock(RunnableSerializable[Sequence[Document], str]):
     """A compressor as an LCEL step: documents in, the block's text out."""
 
     compressor: AizkEvidenceCompressor
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        return True
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        return ["aizk_integrations", "langchain", "_compressor"]  # where `loads` imports it
 
     @property
     def InputType(self) -> type[list[Document]]:  # noqa: N802  # LangChain's name

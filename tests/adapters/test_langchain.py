@@ -384,3 +384,43 @@ def test_a_retrieval_the_reader_may_see_none_of_gives_no_documents() -> None:
         base_compressor=AizkEvidenceCompressor(directory=kenji), base_retriever=club_retriever()
     )
     assert compressed.invoke(CLUB_QUESTION) == []
+
+
+# LangChain's own serialization
+
+
+@pytest.mark.filterwarnings("ignore:The function `loads` is in beta")
+def test_a_chain_holding_the_packer_survives_dumps_and_loads() -> None:
+    from langchain_core.load import dumps, loads
+    from langchain_core.load.serializable import Serializable
+    from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.runnables import RunnableSequence
+
+    club = {"org-club": Scope(name="book-club", description="Neighborhood book club")}
+    packer = AizkEvidenceCompressor(
+        budget=300, directory=ScopeDirectory.for_caller("sam", club), citation_keys=["source"]
+    )
+    chain = packer.as_runnable() | StrOutputParser()
+    documents = [
+        Document("Sam's note.", metadata={"scopes": ["sam"]}),
+        Document("Ana's note.", metadata={"scopes": ["ana"]}),
+    ]
+    step: Any = type(packer.as_runnable())
+    allowed: list[type[Serializable]] = [
+        AizkEvidenceCompressor,
+        step,
+        StrOutputParser,
+        RunnableSequence,
+    ]
+    restored = loads(dumps(chain), valid_namespaces=["aizk_integrations"], allowed_objects=allowed)
+    assert restored.invoke(documents) == chain.invoke(documents)
+    assert "Sam's note." in restored.invoke(documents)
+    assert "Ana" not in restored.invoke(documents)
+
+
+def test_a_packer_with_a_live_function_is_refused_by_dumps_saying_what_to_do() -> None:
+    from langchain_core.load import dumps
+
+    packer = AizkEvidenceCompressor(token_counter=len)
+    with pytest.raises(TypeError, match="holds token_counter, a live function LangChain's dumpd"):
+        dumps(packer.as_runnable())

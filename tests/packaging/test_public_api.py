@@ -134,6 +134,10 @@ def test_the_adapters_expose_no_plumbing_methods() -> None:
         "to_dict",
         "for_model",
         "for_reader",
+        "is_lc_serializable",  # LangChain's serialization hooks
+        "get_lc_namespace",
+        "to_json",
+        "model_post_init",  # pydantic's, for the postprocessor's private bound reader
     }
     for adapter in (AizkEvidenceCompressor, AizkEvidencePostprocessor):
         defined = {
