@@ -4,9 +4,11 @@ The template (`templates/recall.md.j2`) is the block's one layout. Autoescape is
 output is markdown for a language model, not HTML for a browser: HTML-escaping would corrupt
 quotes and angle brackets in evidence without protecting anything. What keeps the block safe is
 structure and the least escaping that structure needs. The rule: retrieved text is shown
-verbatim, except the least escaping needed so that, read raw by a model or rendered by any
-CommonMark renderer and parsed as HTML5, it stays inside its own bullet and changes nothing
-outside it (`_containment` lists every transformation). Besides that:
+verbatim, except the least escaping needed so that, read raw by a model or rendered by the
+renderers the block is shown in (CommonMark, GFM, markdown-it and remark with math and
+footnotes, MyST, Python-Markdown, showdown, marked, Jupyter) and parsed as HTML5, it stays
+inside its own bullet and changes nothing outside it (`_containment` lists every
+transformation). Besides that:
 
 * every line of an evidence text is indented four spaces after all of Python's line breaks
   (`str.splitlines`: `\\r\\n`, `\\r`, `\\v`, `\\f`, `\\x1c`-`\\x1e`, `\\x85`, U+2028, U+2029) are
@@ -15,7 +17,8 @@ outside it (`_containment` lists every transformation). Besides that:
 * scope names are folded onto one line and wrapped in a code span whose backtick fence is longer
   than any backtick run inside, so a hostile name cannot close the span or start a new line (and
   names that could forge a label are refused when a scope is made, see `_scopes`);
-* scope descriptions are folded onto one line and shown as inert text;
+* scope descriptions are folded onto one line and shown as inert text, links and all
+  (`_containment.inert`);
 * resource URIs are built only from canonical UUID text (see `_uuids.resource_uri`).
 """
 

@@ -255,7 +255,7 @@ def test_containment_reads_a_text_where_the_template_puts_it_in_its_bullet() -> 
     assert text == "  " + TEXT_OFFSET + "text"
 
 
-@given(st.text(st.sampled_from("<>[]:`~-*+ \t\n1.)a!/")) | texts)
+@given(st.text(st.sampled_from("<>[]:`~-*+ \t\n1.)a!/$\\^%|(\"'&#=@")) | texts)
 def test_text_containment_passes_over_is_text_it_would_leave_as_it_is(text: str) -> None:
     lines = text.splitlines()
     if not might_reach_out(text, lines):
