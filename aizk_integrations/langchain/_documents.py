@@ -55,10 +55,22 @@ DOCUMENTS: Final = Source[Document](
 """How the packer reads LangChain documents."""
 
 
+class BlockDocument(Document):
+    """The block's `Document`: to LangChain a plain `Document` (it serializes as one), and in a
+    notebook shown as the markdown it is rather than as a wall of escaped text."""
+
+    @classmethod
+    def lc_id(cls) -> list[str]:
+        return Document.lc_id()
+
+    def _repr_markdown_(self) -> str:
+        return self.page_content
+
+
 def block_document(packing: Packing[Document]) -> Document:
     """The one `Document` a prompt receives: the block, with the public JSON and the counts."""
     result = packing.result
-    return Document(
+    return BlockDocument(
         page_content=result.to_markdown(),
         metadata={
             RECALL_METADATA_KEY: result.model_dump(mode="json"),

@@ -424,3 +424,13 @@ def test_a_packer_with_a_live_function_is_refused_by_dumps_saying_what_to_do() -
     packer = AizkEvidenceCompressor(token_counter=len)
     with pytest.raises(TypeError, match="holds token_counter, a live function LangChain's dumpd"):
         dumps(packer.as_runnable())
+
+
+def test_the_block_document_shows_as_markdown_and_serializes_as_a_plain_document() -> None:
+    from langchain_core.load import dumpd
+
+    packer = AizkEvidenceCompressor(directory=ScopeDirectory.for_caller("sam", {}))
+    [block] = packer.compress_documents([Document("Sam's note.", metadata={"scopes": ["sam"]})], "")
+    assert isinstance(block, Document)
+    assert block._repr_markdown_() == block.page_content  # type: ignore[attr-defined]
+    assert dumpd(block)["id"] == ["langchain", "schema", "document", "Document"]
