@@ -56,6 +56,9 @@ def test_a_wheel_installed_in_a_fresh_environment_renders_the_golden_block(
     names = zipfile.ZipFile(wheel).namelist()
     assert "aizk_integrations/templates/recall.md.j2" in names
     assert "aizk_integrations/py.typed" in names
+    # Unicode's data the scope-name rules read (`_confusables`), so a wheel without it fails here
+    assert "aizk_integrations/data/confusables.txt" in names
+    assert "aizk_integrations/data/default_ignorable.txt" in names
 
     environment = tmp_path / "venv"
     venv.create(environment, with_pip=True)
