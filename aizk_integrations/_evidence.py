@@ -31,6 +31,15 @@ class Evidence(BaseModel):
         ),
     )
 
+    citation: dict[str, str] | None = Field(
+        default=None,
+        exclude_if=lambda citation: citation is None,
+        description=(
+            "When the block numbers its items for citing: where this item comes from, by the "
+            "app's citation keys (e.g. {'source': 'plan.md', 'page': '3'}); None: not cited."
+        ),
+    )
+
     @field_validator("text")
     @classmethod
     def _encodable(cls, text: str) -> str:

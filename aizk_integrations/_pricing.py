@@ -79,6 +79,7 @@ class BlockPricing:
         self._frame: int | None = None  # the boundary line and heading
         self._header_cost = 0
         self._items_cost = 0
+        self._priced = 0  # items priced so far: a cited item's number is its place
         self._running = 0
 
     def _measure(self, text: str, position: int) -> int:
@@ -93,7 +94,8 @@ class BlockPricing:
         if take_in(self._header, evidence):
             header = piece("scopes_header", scopes=header_order(self._header))
             self._header_cost = self._measure(header, position)
-        self._items_cost += self._measure(piece("items", [evidence]), position)
+        self._items_cost += self._measure(piece("items", [evidence], after=self._priced), position)
+        self._priced += 1
         units = self._frame + self._header_cost + self._items_cost
         total = units if self._chars_per_token is None else ceil(units / self._chars_per_token)
         tokens, self._running = total - self._running, total

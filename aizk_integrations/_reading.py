@@ -54,6 +54,8 @@ class MetadataKeys(NamedTuple):
     scopes: str
     artifact_id: str
     artifact_content_id: str
+    citation: tuple[str, ...] | None
+    """The keys an item is cited by, when the block numbers its items for citing; else None."""
 
 
 class Withheld(StrEnum):
@@ -119,9 +121,14 @@ def read(
             _uuid(metadata.get(keys.artifact_id), keys.artifact_id, position),
             _uuid(metadata.get(keys.artifact_content_id), keys.artifact_content_id, position),
         )
+        citation = None if keys.citation is None else _citation(metadata, keys.citation)
         try:
             evidence = Evidence(
-                provenance=PROVENANCE_OF_LANE[lane], text=text, scopes=scopes, resource_uri=uri
+                provenance=PROVENANCE_OF_LANE[lane],
+                text=text,
+                scopes=scopes,
+                resource_uri=uri,
+                citation=citation,
             )
         except ValidationError as error:  # only the text can be wrong: the rest is built valid
             raise ItemError(position, f"content: {_problem(error)}") from None
@@ -132,6 +139,21 @@ def _problem(error: ValidationError) -> str:
     """What the text's validator said, without pydantic's frame around it."""
     [detail] = error.errors(include_url=False)
     return str(detail.get("ctx", {}).get("error", detail["msg"]))
+
+
+def _citation(metadata: Mapping[str, object], keys: tuple[str, ...]) -> dict[str, str]:
+    """What an item is cited by: the citation keys its metadata has, their values as text cut
+    short (a label, not a copy of the metadata)."""
+    return {key: _label(metadata[key]) for key in keys if metadata.get(key) is not None}
+
+
+def _label(value: object) -> str:
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= CITATION_LIMIT else text[:CITATION_LIMIT] + "…"
+
+
+CITATION_LIMIT = 200
+"""Characters of a citation value the block shows: enough for a file name, a URL, a title."""
 
 
 def _scope_ids(value: object, key: str, position: int) -> frozenset[str]:

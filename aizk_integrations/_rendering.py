@@ -118,18 +118,29 @@ _environment.filters.update(code_span=code_span, inert=lambda text: inert(one_li
 _template = _environment.get_template("recall.md.j2")
 
 
-def shown(evidence: Evidence) -> tuple[Provenance, str, str, str | None]:
+Shown = tuple[Provenance, str, str, list[str] | None, str | None]
+"""What the template shows of an item (see `shown`)."""
+
+
+def shown(evidence: Evidence) -> Shown:
     """What the template shows of an item, each value made safe: its provenance, its scopes'
-    label, its text indented, its resource URI."""
+    label, its text indented, its citation (each key and value in one code span), its resource
+    URI."""
     label = label_of(evidence.scopes) if evidence.scopes else ""
-    return evidence.provenance, label, indent_lines(evidence.text), evidence.resource_uri
+    citation = None
+    if evidence.citation is not None:
+        citation = [code_span(f"{key}: {value}") for key, value in evidence.citation.items()]
+    return evidence.provenance, label, indent_lines(evidence.text), citation, evidence.resource_uri
 
 
-def piece(name: str, evidence: Sequence[Evidence] = (), scopes: Sequence[Scope] = ()) -> str:
+def piece(
+    name: str, evidence: Sequence[Evidence] = (), scopes: Sequence[Scope] = (), *, after: int = 0
+) -> str:
     """One of the block's pieces (`scopes_header`, `boundary` or `items`) rendered on its own,
-    for a whole-block budget to price a block before it exists."""
+    for a whole-block budget to price a block before it exists; `after` is how many items come
+    before these ones, which numbers them when they are cited."""
     context = _template.new_context(
-        {"evidence": [shown(each) for each in evidence], "shared_scopes": scopes}
+        {"evidence": [shown(each) for each in evidence], "shared_scopes": scopes, "after": after}
     )
     return "".join(_template.blocks[name](context))
 
@@ -140,7 +151,7 @@ def render(evidence: Sequence[Evidence]) -> str:
     An empty block would only put an empty scaffold into the prompt.
     """
     return _template.render(
-        evidence=[shown(each) for each in evidence], shared_scopes=shared_scopes(evidence)
+        evidence=[shown(each) for each in evidence], shared_scopes=shared_scopes(evidence), after=0
     )
 
 

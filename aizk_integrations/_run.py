@@ -7,9 +7,9 @@ counts a caller is told.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from aizk_integrations._errors import naming_items
 from aizk_integrations._evidence import Evidence
@@ -106,6 +106,7 @@ def run(
         settings.scopes_key,
         settings.artifact_id_key,
         settings.artifact_content_id_key,
+        tuple(settings.citation_keys) if settings.cite else None,
     )
     if counter is None:
         counter = settings.token_counter or CharsPerToken(settings.chars_per_token)
@@ -158,3 +159,20 @@ def _hint(items: object) -> str:
     if items is not None:
         return "; wrap a single item in a list"
     return ""
+
+
+def cited_items(
+    packing: Packing[Item], id_and_metadata: Callable[[Item], tuple[object, Mapping[str, Any]]]
+) -> list[dict[str, Any]] | None:
+    """What a cited block's metadata lists for the app: each number's kept item, by its id, with
+    the values its metadata holds under its citation keys (as stored, not as shown); `None`
+    when the block is not cited."""
+    if not packing.kept or packing.kept[0].evidence.citation is None:
+        return None
+    listed = []
+    for number, item in enumerate(packing.kept, start=1):
+        identifier, metadata = id_and_metadata(packing.items[item.position])
+        citation = item.evidence.citation or {}
+        values = {key: metadata[key] for key in citation if key in metadata}
+        listed.append({"number": number, "id": identifier, **values})
+    return listed

@@ -80,10 +80,19 @@ class PackingSettings(BaseModel):
     citation_keys: Sequence[str] = Field(
         default=(),
         description=(
-            "Metadata keys copied from each kept input item onto the items returned on their "
-            "own (return_documents / return_nodes), for apps that render citations: e.g. "
-            "'source', 'page', 'file_name', 'page_label', 'start_index'. Never on the block, "
-            "never in the prompt."
+            "Metadata keys that say where an item comes from, for apps that render citations: "
+            "e.g. 'source', 'page', 'file_name', 'page_label', 'start_index'. Copied onto the "
+            "items returned on their own (return_documents / return_nodes), and, with cite, "
+            "shown in the block as each item's citation and listed in its metadata."
+        ),
+    )
+    cite: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Number each item of the block for citing ('Cite as [1]: source: plan.md, page: 3', "
+            "from citation_keys, shown in code spans), so the model can cite [n] and the app "
+            "can map [n] back: the block's metadata lists each number's item (aizk_citations)."
         ),
     )
     budget_covers: BudgetCovers = Field(

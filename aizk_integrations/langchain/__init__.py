@@ -21,7 +21,11 @@ try:
         DIRECTORY_CONFIG_KEY,
         ROOM_CONFIG_KEY,
     )
-    from aizk_integrations.langchain._documents import COUNTS_METADATA_KEY, RECALL_METADATA_KEY
+    from aizk_integrations.langchain._documents import (
+        CITATIONS_METADATA_KEY,
+        COUNTS_METADATA_KEY,
+        RECALL_METADATA_KEY,
+    )
     from aizk_integrations.langchain._retriever import AizkEvidenceRetriever
     from aizk_integrations.langchain._room import context_room
     from aizk_integrations.langchain._scoped import AizkScopedRetriever
@@ -34,6 +38,7 @@ except ImportError as _error:
 
 __all__ = [
     "BUDGET_CONFIG_KEY",
+    "CITATIONS_METADATA_KEY",
     "COUNTS_METADATA_KEY",
     "DIRECTORY_CONFIG_KEY",
     "RECALL_METADATA_KEY",

@@ -17,7 +17,6 @@ from langchain_core.load.serializable import (
 )
 from langchain_core.runnables import (
     ConfigurableFieldSpec,
-    Runnable,
     RunnableConfig,
     RunnableSerializable,
 )
@@ -148,7 +147,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor, Serializab
         """
         return self.compress_documents(documents, query, callbacks)
 
-    def as_runnable(self) -> Runnable[Sequence[Document], str]:
+    def as_runnable(self) -> AizkEvidenceBlock:
         """This packer as an LCEL step from a list of documents to the block string.
 
         `retriever | packer.as_runnable()` fills a prompt's `{context}` directly; nothing kept

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from langchain_core.documents import Document
 
 from aizk_integrations._errors import ItemError, quoted
 from aizk_integrations._evidence import kept_item_metadata
 from aizk_integrations._reading import Source
-from aizk_integrations._run import Packing
+from aizk_integrations._run import Packing, cited_items
 
 RECALL_METADATA_KEY: Final = "aizk_recall"
 """Metadata key of the block `Document` holding the public `RecallResult` JSON."""
 
 COUNTS_METADATA_KEY: Final = "aizk_counts"
 """Metadata key of the block `Document` holding kept, cut-by-budget, withheld, tokens, budget."""
+
+CITATIONS_METADATA_KEY: Final = "aizk_citations"
+"""Metadata key of a cited block `Document` (`cite=True`) listing each number's item: `number`,
+the kept document's `id`, and its citation keys' values, so an app maps `[n]` back."""
 
 
 def _metadata_of(document: object, position: int) -> object:
@@ -70,13 +74,14 @@ class BlockDocument(Document):
 def block_document(packing: Packing[Document]) -> Document:
     """The one `Document` a prompt receives: the block, with the public JSON and the counts."""
     result = packing.result
-    return BlockDocument(
-        page_content=result.to_markdown(),
-        metadata={
-            RECALL_METADATA_KEY: result.model_dump(mode="json"),
-            COUNTS_METADATA_KEY: packing.counts,
-        },
-    )
+    metadata: dict[str, Any] = {
+        RECALL_METADATA_KEY: result.model_dump(mode="json"),
+        COUNTS_METADATA_KEY: packing.counts,
+    }
+    cited = cited_items(packing, lambda document: (document.id, document.metadata))
+    if cited is not None:
+        metadata[CITATIONS_METADATA_KEY] = cited
+    return BlockDocument(page_content=result.to_markdown(), metadata=metadata)
 
 
 def kept_documents(packing: Packing[Document], citation_keys: Sequence[str]) -> list[Document]:

@@ -19,12 +19,15 @@ from llama_index.core.schema import (
 from aizk_integrations._errors import ItemError, quoted
 from aizk_integrations._evidence import kept_item_metadata
 from aizk_integrations._reading import Source
-from aizk_integrations._run import Packing
+from aizk_integrations._run import Packing, cited_items
 
 RECALL_KEY: Final = "aizk_recall"
 """Metadata key of the block node holding the public `RecallResult` JSON."""
 COUNTS_KEY: Final = "aizk_counts"
 """Metadata key of the block node holding kept, cut-by-budget, withheld, tokens, budget."""
+CITATIONS_KEY: Final = "aizk_citations"
+"""Metadata key of a cited block node listing each number's item: `number`, the kept node's
+`id`, and its citation keys' values, for a "Sources" panel or mapping `[n]` back."""
 _BLOCK_ID_NAMESPACE = uuid5(NAMESPACE_URL, "aizk://integrations/llama-index/evidence-block")
 """Namespace of the block node's content-derived id; only its being constant matters."""
 
@@ -103,6 +106,9 @@ def block_node(packing: Packing[NodeWithScore]) -> NodeWithScore:
         RECALL_KEY: result.model_dump(mode="json"),
         COUNTS_KEY: counts,
     }
+    cited = cited_items(packing, lambda scored: (scored.node.node_id, scored.node.metadata))
+    if cited is not None:
+        metadata[CITATIONS_KEY] = cited
     node = TextNode(
         id_=str(uuid5(_BLOCK_ID_NAMESPACE, f"{sorted(counts.items())}\n{block}")),
         text=block,

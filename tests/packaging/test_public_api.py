@@ -43,6 +43,7 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
 
     assert langchain.__all__ == [
         "BUDGET_CONFIG_KEY",
+        "CITATIONS_METADATA_KEY",
         "COUNTS_METADATA_KEY",
         "DIRECTORY_CONFIG_KEY",
         "RECALL_METADATA_KEY",
