@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -191,6 +191,27 @@ def check_block(
     html = _MD.renderer.render(tokens, _MD.options, env)
     failures += _html_failures(html, texts, items, n_scopes, scopes)
     return failures
+
+
+def check_html(
+    html: str,
+    block: str,
+    texts: Sequence[str],
+    shared_scopes: int | Sequence[ScopeLike] = 0,
+    *,
+    resources: Sequence[str | None] | None = None,
+    visible: Callable[[str], frozenset[str]] | None = None,
+) -> list[Failure]:
+    """The html5lib reading alone, of HTML any renderer made of `block`.
+
+    `visible(body)` is which words of an item's body must show inside its `<li>`: by default
+    those markdown-it shows when it renders the body alone; a renderer that hides some words
+    everywhere in its own way (a MyST comment) passes a narrower rule.
+    """
+    scopes = None if isinstance(shared_scopes, int) else list(shared_scopes)
+    n_scopes = shared_scopes if isinstance(shared_scopes, int) else len(shared_scopes)
+    items = _items(_MD_NEWLINE.split(block.replace("\0", "\ufffd")), resources)
+    return _html_failures(html, list(texts), items, n_scopes, scopes, visible or _visible_words)
 
 
 def describe(failures: Sequence[Failure], block: str, max_lines: int = 400) -> str:
@@ -600,6 +621,7 @@ def _html_failures(
     items: list[_Item],
     n_scopes: int,
     scopes: list[ScopeLike] | None,
+    visible: Callable[[str], frozenset[str]] = _visible_words,
 ) -> list[Failure]:
     failures: list[Failure] = []
     root = _parse_html(html)
@@ -647,7 +669,7 @@ def _html_failures(
         failures.append(
             Failure("html5lib", "notice", f"the notice is not intact: {_text(quote)!r}")
         )
-    failures += _evidence_html(evidence, texts, items)
+    failures += _evidence_html(evidence, texts, items, visible)
     return failures
 
 
@@ -707,7 +729,12 @@ def _scope_html(ul: Element, n_scopes: int, scopes: list[ScopeLike] | None) -> l
     return failures
 
 
-def _evidence_html(ul: Element, texts: list[str], items: list[_Item]) -> list[Failure]:
+def _evidence_html(
+    ul: Element,
+    texts: list[str],
+    items: list[_Item],
+    visible: Callable[[str], frozenset[str]] = _visible_words,
+) -> list[Failure]:
     entries, failures = _list_items(ul, "item", len(texts))
     shown = [_words(_text(entry)) for entry in entries]
     for number, entry in enumerate(entries, 1):
@@ -741,7 +768,7 @@ def _evidence_html(ul: Element, texts: list[str], items: list[_Item]) -> list[Fa
                 )
         if item is None:
             continue
-        missing = _visible_words(item.body) - shown[number - 1]
+        missing = visible(item.body) - shown[number - 1]
         if missing:
             sample = sorted(missing)[:6]
             where = sorted(
