@@ -206,3 +206,23 @@ def test_the_table_covers_every_field_and_both_outcomes() -> None:
         if field != "scope id":
             assert any(row.field == field and row.refused_with for row in ROWS), field
         assert any(row.field == field and not row.refused_with for row in ROWS), field
+
+
+def test_the_page_lists_exactly_the_renderers_the_matrix_runs() -> None:
+    from tests.renderers.matrix import RENDERERS  # the matrix's Python renderers load here
+
+    text = PAGE.read_text(encoding="utf-8").split("## The renderer matrix", 1)[1]
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    listed = [code_spans(row.split("|")[1])[0] for row in rows]
+    assert listed == list(RENDERERS)
+
+
+def test_the_pages_javascript_versions_are_the_lockfiles() -> None:
+    import json
+
+    from tests.renderers.matrix import HERE
+
+    pinned = json.loads((HERE / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    text = PAGE.read_text(encoding="utf-8").split("## The renderer matrix", 1)[1]
+    for package in ("markdown-it", "marked", "showdown", "micromark", "sanitize-html"):
+        assert f"{package} {pinned[package]}" in text, package
