@@ -13,6 +13,10 @@ notes and no retrieval event or log carries another reader's text; given the pos
 """
 
 try:
+    from aizk_integrations.llama_index._agent_history import (
+        STALE_EVIDENCE_NOTE,
+        AizkToolEvidenceMemory,
+    )
     from aizk_integrations.llama_index._chat_engines import (
         AizkCondensePlusContextChatEngine,
         AizkContextChatEngine,
@@ -30,12 +34,14 @@ except ImportError as _error:
     ) from _error
 
 __all__ = [
+    "STALE_EVIDENCE_NOTE",
     "AizkCondensePlusContextChatEngine",
     "AizkContextChatEngine",
     "AizkEvidencePacked",
     "AizkEvidencePostprocessor",
     "AizkMemoryBlock",
     "AizkScopedRetriever",
+    "AizkToolEvidenceMemory",
     "ScopeFilter",
     "reading_as",
 ]

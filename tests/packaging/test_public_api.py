@@ -61,12 +61,14 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "AizkToolEvidenceMiddleware",
     ]
     assert llama_index.__all__ == [
+        "STALE_EVIDENCE_NOTE",
         "AizkCondensePlusContextChatEngine",
         "AizkContextChatEngine",
         "AizkEvidencePacked",
         "AizkEvidencePostprocessor",
         "AizkMemoryBlock",
         "AizkScopedRetriever",
+        "AizkToolEvidenceMemory",
         "ScopeFilter",
         "reading_as",
     ]
