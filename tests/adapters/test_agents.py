@@ -355,3 +355,30 @@ def test_importing_the_middleware_without_langchain_agents_says_which_extra_to_i
     install = 'install it with pip install "aizk-integrations[langchain-agents]"'
     with pytest.raises(ImportError, match="^" + re.escape(needs + install)):
         importlib.import_module("aizk_integrations.langchain_agents")
+
+
+def test_shrinking_a_block_to_exactly_one_token_still_packs_within_it() -> None:
+    notes = [TextNode(text=f"Sam's note {n}.", metadata={"scopes": ["sam"]}) for n in range(3)]
+    index = VectorStoreIndex(notes, embed_model=MockEmbedding(embed_dim=8))
+    block = AizkMemoryBlock(
+        retriever=index.as_retriever(similarity_top_k=3),
+        evidence=AizkEvidencePostprocessor(budget_covers="block", token_counter=_one_if_whole),
+    )
+
+    async def shrink() -> str | None:
+        with reading_as(SAM):
+            content = await block.aget([ChatMessage(role=MessageRole.USER, content="Up?")])
+            _WHOLE.append(content)
+            return await block.atruncate(content, _one_if_whole(content) - 1)
+
+    shrunk = asyncio.run(shrink())
+    assert shrunk is not None  # a budget of one token is a budget, not none
+    assert shrunk != _WHOLE[0]
+
+
+_WHOLE: list[str] = []
+
+
+def _one_if_whole(text: str) -> int:
+    """A counter under which only the first full block costs anything: two tokens."""
+    return 2 if _WHOLE and text == _WHOLE[0] else 0

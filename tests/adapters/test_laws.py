@@ -335,6 +335,9 @@ def test_without_a_reader_scoped_items_are_withheld_and_the_log_says_why(
     message = record.getMessage()
     assert "4 items name scopes and the call has no reader" in message
     assert "allow_scoped_without_reader=True" in message
+    # The record is the message itself behind a "%s": a handler that formats records its own
+    # way, or reads `args`, sees the same words, and no "%" in a key name can garble them.
+    assert (record.msg, record.args) == ("%s", (message,))
     for text in (PLAN, ANA_SECRET, PREFERENCE, SIDECAR, UNSCOPED):
         assert text not in message
 

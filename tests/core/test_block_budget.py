@@ -253,3 +253,36 @@ def test_a_counter_that_fails_on_the_rendered_block_is_named_as_such() -> None:
 
 def test_the_budget_modes_are_named_by_what_they_count() -> None:
     assert get_args(BudgetCovers) == ("lines", "block")
+
+
+def counts_nothing_as_a_token(text: str) -> int:
+    """As tokenizers that add a start token do: even `""` costs one."""
+    return len(text.split()) + 1
+
+
+@pytest.mark.parametrize("budget", [0, 1, 2, 5])
+def test_a_counter_that_counts_empty_text_as_a_token_ends_the_walk_and_reports_no_cost(
+    budget: int,
+) -> None:
+    # Settling a walk drops items from the tail until the block fits: with nothing left there is
+    # no block to send, whatever the counter says of "", so the walk ends with nothing kept.
+    candidates = [Candidate(line="a b c d e f g h"), Candidate(line="i j")]
+    result = pack_block(candidates, budget, token_counter=counts_nothing_as_a_token)
+    assert result.evidence == ()
+    assert result.to_markdown() == ""
+
+
+def test_a_counter_that_counts_empty_text_as_a_token_still_fits_what_it_can() -> None:
+    from langchain_core.documents import Document
+
+    from aizk_integrations.langchain import AizkEvidenceCompressor
+
+    packer = AizkEvidenceCompressor(
+        budget=4000, budget_covers="block", token_counter=counts_nothing_as_a_token
+    )
+    documents = [Document("one two"), Document("three")]
+    unscoped = {"allow_scoped_without_reader": True}
+    packer = packer.model_copy(update=unscoped)
+    assert packer.compress_documents(documents, "", None)  # something kept, the loop ended
+    room0 = packer.as_runnable().invoke(documents, {"configurable": {"aizk_room": 0}})
+    assert room0 == ""

@@ -64,3 +64,28 @@ def test_every_python_snippet_in_the_docs_passes_mypy_strict_without_plugins(
     problems = report + completed.stderr
     assert completed.returncode == 0, f"mypy --strict on the docs' snippets:\n{problems}"
     assert not problems
+
+
+def test_mypy_refuses_what_validation_refuses_for_a_candidates_scopes(tmp_path: Path) -> None:
+    # `Candidate`'s typed signature is what a type checker reads: it must accept the spellings
+    # validation takes and flag the ones it refuses, here before the code ever runs.
+    (tmp_path / "scopes.py").write_text(
+        "from uuid import UUID\n"
+        "from aizk_integrations import Candidate\n"
+        'Candidate(line="x", scopes=["sam", UUID(int=1), 42])\n'
+        'Candidate(line="x", scopes="sam")\n'
+        'Candidate(line="x", scopes=4.2)\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "mypy.ini").write_text(f"[mypy]\nmypy_path = {ROOT}\n", encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--config-file=mypy.ini", "scopes.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    errors = [line for line in completed.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1, completed.stdout
+    assert errors[0].startswith("scopes.py:5:")
+    assert '"scopes"' in errors[0]
