@@ -157,3 +157,9 @@ def render(evidence: Sequence[Evidence]) -> str:
 
 BOUNDARY_LINE = piece("boundary").splitlines()[0]
 """The line every block starts its evidence with: how a block is told from other text."""
+
+STALE_EVIDENCE_NOTE = (
+    "[Evidence recalled for an earlier turn is not sent again; recall again for this turn.]"
+)
+"""What an agent's earlier block is replaced by in what its model is sent, in either framework:
+evidence is never older than the turn it answers."""

@@ -15,14 +15,12 @@ evidence that names no scope is shown.
 """
 
 try:
+    from aizk_integrations._rendering import STALE_EVIDENCE_NOTE
     from aizk_integrations.langchain_agents._middleware import (
         MEMORY_MESSAGE_NAME,
         AizkMemoryMiddleware,
     )
-    from aizk_integrations.langchain_agents._tool_evidence import (
-        STALE_EVIDENCE_NOTE,
-        AizkToolEvidenceMiddleware,
-    )
+    from aizk_integrations.langchain_agents._tool_evidence import AizkToolEvidenceMiddleware
 except ImportError as _error:
     raise ImportError(
         "aizk_integrations.langchain_agents needs LangChain's agents (the langchain package); "

@@ -11,18 +11,13 @@ note, so evidence is never older than the turn it answers.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 
-from aizk_integrations._rendering import BOUNDARY_LINE
+from aizk_integrations._rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
 from aizk_integrations.langchain_agents._middleware import MEMORY_MESSAGE_NAME
-
-STALE_EVIDENCE_NOTE: Final = (
-    "[Evidence recalled for an earlier turn is not sent again; recall again for this turn.]"
-)
-"""What an earlier turn's block is replaced by in what the model is sent."""
 
 
 class AizkToolEvidenceMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):

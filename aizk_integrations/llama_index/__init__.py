@@ -13,10 +13,8 @@ notes and no retrieval event or log carries another reader's text; given the pos
 """
 
 try:
-    from aizk_integrations.llama_index._agent_history import (
-        STALE_EVIDENCE_NOTE,
-        AizkToolEvidenceMemory,
-    )
+    from aizk_integrations._rendering import STALE_EVIDENCE_NOTE
+    from aizk_integrations.llama_index._agent_history import AizkToolEvidenceMemory
     from aizk_integrations.llama_index._chat_engines import (
         AizkCondensePlusContextChatEngine,
         AizkContextChatEngine,

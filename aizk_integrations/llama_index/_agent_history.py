@@ -10,18 +10,13 @@ never older than the turn it answers. What is stored stays as it was (`get_all`)
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.memory import BaseMemory, Memory
 from pydantic import Field, SerializeAsAny
 
-from aizk_integrations._rendering import BOUNDARY_LINE
-
-STALE_EVIDENCE_NOTE: Final = (
-    "[Evidence recalled for an earlier turn is not sent again; recall again for this turn.]"
-)
-"""What an earlier turn's block is replaced by in what the model is sent."""
+from aizk_integrations._rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
 
 _TOOL_RESULTS = (MessageRole.TOOL, MessageRole.FUNCTION)
 

@@ -15,7 +15,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import create_retriever_tool
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -179,7 +179,7 @@ def test_the_memory_middlewares_block_fits_the_models_window_over_a_long_thread(
     memory = AizkMemoryMiddleware(
         AizkScopedRetriever(vectorstore=store), AizkEvidenceCompressor(budget=4000)
     )
-    history: list[BaseMessage] = []
+    history: list[AnyMessage] = []
     for turn in range(thread_length):
         history += [HumanMessage(f"question {turn} " + "please " * 5), AIMessage("answer " * 5)]
     inputs = ModelInputs()
