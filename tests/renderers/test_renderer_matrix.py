@@ -33,6 +33,7 @@ from tests.golden import (
 from tests.renderers.cases import adapter_cases, block_case, corpus_cases, probe_cases
 from tests.renderers.escapes import FAMILIES, outcomes
 from tests.renderers.matrix import JS_RENDERERS, RENDERERS, node_available
+from tests.renderers.paths import path_cases
 from tests.renderers.run import Run, assert_blocks_hold, run_matrix, summary
 
 NO_NODE = pytest.mark.skipif(not node_available(), reason="no node and npm on the PATH")
@@ -59,7 +60,7 @@ ones the package writes, or (for `javascript:` links and bare URLs) the kind it 
 
 @cache
 def matrix() -> Run:
-    return run_matrix(AVAILABLE, [*corpus_cases(), *probe_cases(), *adapter_cases()])
+    return run_matrix(AVAILABLE, [*corpus_cases(), *probe_cases(), *adapter_cases(), *path_cases()])
 
 
 @pytest.mark.parametrize(
@@ -74,9 +75,16 @@ def test_the_block_holds_in(renderer: str) -> None:
         pytest.fail(f"{len(broken)} cases break in {renderer}:\n{report[:4000]}", pytrace=False)
 
 
-def test_the_matrix_reads_both_adapters_blocks() -> None:
+def test_the_matrix_reads_both_adapters_blocks_and_every_other_paths() -> None:
     families = {case.family for case in adapter_cases()}
     assert families == {"langchain", "llama_index"}
+    assert {case.family for case in path_cases()} == {
+        "context-chat-engine",
+        "condense-chat-engine",
+        "memory-block",
+        "agent-middleware",
+        "cited",
+    }
     assert matrix().cases > len(adapter_cases())
 
 
