@@ -19,7 +19,8 @@ reaches outside the item, or runs script from inside it:
   is spelled: character references, escapes, case, spaces) runs script when clicked: the `(`
   that opens the destination becomes `&#40;`, so it is no link and shows as written;
 * a code fence left open (```` ``` ````, `~~~`) would swallow the item's own `Resource` line: a
-  closing fence is added after the text;
+  closing fence is added after the text, and again after the escapes below if one of them
+  made a line open a fence;
 * blocks that math and MyST renderers open at the start of a line and run on to their closer,
   over the `Resource` line and later items: display math `$$` (its first `$` becomes `&#36;`),
   `\\[` and `\\begin{..}` (the backslash is doubled), a MyST colon fence `:::` (its first `:`
@@ -209,6 +210,11 @@ def contain(lines: list[str]) -> list[str]:
         contained = _no_backtick_left_for_the_resource_line(contained)
     if any(line.endswith("\\") for line in contained):
         contained = _block_ends_escaped(contained)
+    reopened = _open_fence(contained)
+    if reopened is not None:
+        # An escape above can make a line open a fence it did not open before: `&#96;` is no
+        # backtick to a fence's info string, so "``` `x" opens one once its lone "`" is escaped.
+        contained.append(reopened)
     last = _last_line(contained)
     if last is not None and _BARE_MARKERS.fullmatch(contained[last]):
         # showdown takes the `Resource` line into an empty list item that ends in a space;

@@ -159,6 +159,19 @@ def test_an_unclosed_fence_cannot_swallow_the_next_item() -> None:
     assert parsed_structure(block).top_level_bullets == (2,)
 
 
+def test_escaping_a_lone_backtick_cannot_open_a_fence_over_the_resource_line() -> None:
+    # "``` `x" opens no fence (a backtick fence's info has no backtick) until its lone "`",
+    # which marked would pair with the Resource line's, is escaped; found by CI's 20,000 run.
+    text = "prose\r\n``` `backtick in info\r\n  indented after\r\n"
+    result = RecallResult.from_candidates(
+        [Candidate(line=text, artifact_id=UUID(int=1), artifact_content_id=UUID(int=2))]
+    )
+    assert result.to_markdown().endswith(
+        "      indented after\n    ```\n\n    Resource " + (f"`{result.evidence[0].resource_uri}`")
+    )
+    assert_result_holds(result)
+
+
 @pytest.mark.parametrize(
     ("name", "span"),
     [
