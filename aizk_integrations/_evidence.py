@@ -45,14 +45,6 @@ class Evidence(BaseModel):
     def _encodable(cls, text: str) -> str:
         return check_encodable(text)
 
-    @field_validator("scopes", mode="before")
-    @classmethod
-    def _names_are_scopes(cls, scopes: object) -> object:
-        # The public JSON lists an item's scopes by name: read back, a name is that scope.
-        if isinstance(scopes, list | tuple):
-            return tuple(Scope(name=each) if isinstance(each, str) else each for each in scopes)
-        return scopes
-
     @field_serializer("scopes")
     def _scope_names(self, scopes: tuple[Scope, ...]) -> list[str]:
         return [scope.name for scope in scopes]

@@ -19,13 +19,11 @@ from aizk_integrations._result import RecallResult
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations._tokens import SEED_COUNTER, TokenCounter, check_budget
 
+Found = tuple[int, Lane, Evidence]
+"""An item the reader may see, as read: where it stood in the input, its lane, its evidence.
 
-class Found(NamedTuple):
-    """An item the reader may see, as read: where it stood in the input, its lane, its evidence."""
-
-    position: int
-    lane: Lane
-    evidence: Evidence
+A plain tuple, which every item read passes through (a named one costs 0.4 µs more): the walk's
+`Step` names the fields."""
 
 
 class Decision(StrEnum):
@@ -40,7 +38,10 @@ class Step(NamedTuple):
     """One item of the walk: enough to explain a cut, never shown to the model."""
 
     rank: int
-    item: Found
+    position: int
+    """Where the item stood in the input."""
+    lane: Lane
+    evidence: Evidence
     tokens: int
     running: int
     decision: Decision
@@ -55,8 +56,8 @@ def walk(items: Iterable[Found], budget: int, pricing: Pricing) -> Iterator[Step
     shows what came after the cut); `cut` stops pulling at the first drop.
     """
     over = False
-    for rank, item in enumerate(items, start=1):
-        tokens, running = pricing(item.evidence, item.position)
+    for rank, (position, lane, evidence) in enumerate(items, start=1):
+        tokens, running = pricing(evidence, position)
         if over:
             decision = Decision.AFTER_CUT
         elif running <= budget:
@@ -64,19 +65,17 @@ def walk(items: Iterable[Found], budget: int, pricing: Pricing) -> Iterator[Step
         else:
             over = True
             decision = Decision.OVER_BUDGET
-        yield Step(rank, item, tokens, running, decision)
+        yield Step(rank, position, lane, evidence, tokens, running, decision)
 
 
 class Cut(NamedTuple):
     """Where a walk stopped: the steps it read and the tokens the kept prefix uses."""
 
+    kept: tuple[Step, ...]
+    """The steps of the kept items: always the first of `steps`."""
     steps: tuple[Step, ...]
     """The items read: the kept ones first, then the one that ended the walk, if any."""
     tokens_used: int
-
-    @property
-    def kept(self) -> tuple[Found, ...]:
-        return tuple(step.item for step in self.steps if step.decision is Decision.KEEP)
 
 
 def cut(items: Iterable[Found], budget: int, pricing: Pricing) -> Cut:
@@ -89,10 +88,12 @@ def cut(items: Iterable[Found], budget: int, pricing: Pricing) -> Cut:
         steps.append(step)
         if step.decision is not Decision.KEEP:
             break
-    kept = [step.item.evidence for step in steps if step.decision is Decision.KEEP]
+    kept = [step.evidence for step in steps if step.decision is Decision.KEEP]
     walked = steps[len(kept) - 1].running if kept else 0
     count, tokens_used = pricing.settle(kept, walked, budget)
-    return Cut(tuple(_decided(step, index, count) for index, step in enumerate(steps)), tokens_used)
+    if count < len(kept):  # the finished block counted more: the settled count moves the cut
+        steps = [_decided(step, index, count) for index, step in enumerate(steps)]
+    return Cut(tuple(steps[:count]), tuple(steps), tokens_used)
 
 
 def _decided(step: Step, index: int, kept: int) -> Step:
@@ -117,8 +118,8 @@ def cut_table(steps: Iterable[Step], budget: int, withheld: Iterable[tuple[int, 
     ]
     rows = [
         (
-            step.item.position,
-            f"  {step.rank:>4}  {step.item.lane.value:<14}  {step.tokens:>6}  "
+            step.position,
+            f"  {step.rank:>4}  {step.lane.value:<14}  {step.tokens:>6}  "
             f"{step.running:>7}  {step.decision.value}",
         )
         for step in steps
@@ -137,7 +138,7 @@ def _candidate(position: int, authorized: bool) -> str:
 
 def _found(candidates: Iterable[Candidate], directory: ScopeDirectory | None) -> Iterator[Found]:
     for position, candidate in enumerate(candidates):
-        yield Found(position, candidate.lane, candidate_evidence(candidate, directory))
+        yield position, candidate.lane, candidate_evidence(candidate, directory)
 
 
 def pack(
@@ -195,4 +196,4 @@ def pack_block(
     pricing = BlockPricing(SEED_COUNTER if token_counter is None else token_counter)
     with naming_items(_candidate):
         walked = cut(_found(candidates, directory), budget, pricing)
-    return RecallResult(evidence=tuple(item.evidence for item in walked.kept))
+    return RecallResult(evidence=tuple(step.evidence for step in walked.kept))

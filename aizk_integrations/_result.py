@@ -33,10 +33,11 @@ class RecallResult(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _read_back(cls, data: object) -> object:
-        """The public JSON read back: its `shared_scopes` describe the scopes the evidence names.
+        """The public JSON read back: the evidence names its scopes, and `shared_scopes`
+        describe them.
 
-        They are derived, not stored, so they must be exactly the scopes the evidence names
-        (private aside); anything else is not this model's JSON.
+        The shared scopes are derived, not stored, so they must be exactly the scopes the
+        evidence names (private aside); anything else is not this model's JSON.
         """
         if not isinstance(data, Mapping) or "shared_scopes" not in data:
             return data
@@ -51,7 +52,11 @@ class RecallResult(BaseModel):
             if isinstance(item, Mapping) and isinstance(item.get("scopes"), list | tuple):
                 names = [each for each in item["scopes"] if isinstance(each, str)]
                 named.update(name for name in names if name != PRIVATE)
-                item = {**item, "scopes": [described.get(each, each) for each in item["scopes"]]}
+                scopes = [
+                    (described.get(each) or Scope(name=each)) if isinstance(each, str) else each
+                    for each in item["scopes"]
+                ]
+                item = {**item, "scopes": scopes}
             evidence.append(item)
         if set(described) - named:
             raise ValueError(

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from aizk_integrations._errors import naming_items
 from aizk_integrations._evidence import Evidence
-from aizk_integrations._packing import Found, Step, cut, cut_table
+from aizk_integrations._packing import Step, cut, cut_table
 from aizk_integrations._pricing import pricing_for
 from aizk_integrations._reading import Access, MetadataKeys, Source, Withheld, read
 from aizk_integrations._result import RecallResult
@@ -30,8 +30,8 @@ class Packing(Generic[Item]):
 
     items: Sequence[Item]
     """The items as handed over (or, handed over lazily, as many as were read), by position."""
-    kept: tuple[Found, ...]
-    """The kept items, each with its position in `items`."""
+    kept: tuple[Step, ...]
+    """The walk's steps of the kept items, each with its position in `items`."""
     steps: tuple[Step, ...]
     """The items the walk read: the kept ones and the one that ended it."""
     withheld: tuple[tuple[int, Withheld], ...]
@@ -53,7 +53,7 @@ class Packing(Generic[Item]):
 
     @property
     def evidence(self) -> tuple[Evidence, ...]:
-        return tuple(item.evidence for item in self.kept)
+        return tuple([step.evidence for step in self.kept])
 
     @property
     def cut_by_budget(self) -> int:
@@ -122,7 +122,7 @@ def run(
             budget,
             pricing_for(settings.budget_covers, counter),
         )
-    scores = tuple(_score(source.score_of(handed[step.item.position])) for step in walked.steps)
+    scores = tuple(_score(source.score_of(handed[step.position])) for step in walked.steps)
     return Packing(
         handed, walked.kept, walked.steps, tuple(withheld), walked.tokens_used, budget, scores
     )
