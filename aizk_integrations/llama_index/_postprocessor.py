@@ -8,7 +8,6 @@ from typing import Any, TypedDict
 from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # the
     get_dispatcher,  # documented path; the name lives in llama_index_instrumentation
 )
-from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.utils import get_tokenizer
@@ -23,7 +22,12 @@ from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.llama_index._event import AizkEvidencePacked
 from aizk_integrations.llama_index._nodes import NODES, block_node, kept_nodes
 from aizk_integrations.llama_index._reader import PER_REQUEST, current_reader
-from aizk_integrations.llama_index._window import room_for_block
+from aizk_integrations.llama_index._window import (
+    FitTarget,
+    check_fit_target,
+    model_of,
+    room_for_block,
+)
 
 logger = logging.getLogger("aizk_integrations.llama_index")
 _dispatcher = get_dispatcher("aizk_integrations.llama_index")
@@ -56,15 +60,18 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
             "block node, for pipelines that format nodes themselves."
         ),
     )
-    fit_to: LLM | None = Field(
+    fit_to: FitTarget | None = Field(
         default=None,
         exclude=True,
         description=(
-            "Size each call's budget to the room this LLM's context window leaves for the "
-            "block under LlamaIndex's default prompts and the query, as its own prompt helper "
-            "works it out for every response mode, so the synthesizer sends the block whole in "
-            "one call. Needs budget_covers='block'; counts with LlamaIndex's tokenizer unless "
-            "token_counter says otherwise."
+            "Size each call's budget to the room the model's window leaves for the block, as "
+            "LlamaIndex's own prompt helper works it out, so the block is sent whole in one "
+            "call. Give it the response synthesizer the engine answers with "
+            "(get_response_synthesizer(...)): the room is then that synthesizer's, under its "
+            "prompt helper (Settings.context_window and num_output included) and its own "
+            "templates. Given an LLM, the room is the least under LlamaIndex's default prompts "
+            "across the response modes. Needs budget_covers='block'; counts with LlamaIndex's "
+            "tokenizer unless token_counter says otherwise."
         ),
     )
 
@@ -75,6 +82,8 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
                 "fit_to promises the block fits the room the model leaves, which only a budget "
                 "on the whole block can keep: set budget_covers='block'"
             )
+        if self.fit_to is not None:
+            check_fit_target(self.fit_to)
         return self
 
     _bound: ScopeDirectory | None = PrivateAttr(default=None)
@@ -131,7 +140,7 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         return packed_nodes(self, packing)
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        """The settings as a dict; a token counter or a `fit_to` LLM, being live objects, is
+        """The settings as a dict; a token counter or what `fit_to` fits, being live objects, is
         marked rather than written."""
         data = super().to_dict(**kwargs)
         for name in _NOT_SERIALIZED:
@@ -141,7 +150,7 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> AizkEvidencePostprocessor:
-        """Rebuild from `to_dict`; a postprocessor that had a token counter or a `fit_to` LLM
+        """Rebuild from `to_dict`; a postprocessor that had a token counter or a `fit_to`
         needs it again.
 
         Restoring it without one would count differently, or stop fitting the model's window,
@@ -187,7 +196,9 @@ def call_limits(
     budget to the room the model's window leaves for this query.
 
     Worked out once per call, before any node is read, so a walk that scoped retrieval feeds
-    page by page packs to the same budget as one handed every node at once.
+    page by page packs to the same budget as one handed every node at once. The room is
+    counted in LlamaIndex's tokenizer, the one its prompt helper splits contexts with, and so
+    is the whole block, unless a `token_counter` was given.
     """
     if evidence.fit_to is None:
         return CallLimits(budget=None, counter=None)
@@ -196,7 +207,7 @@ def call_limits(
         logger.warning(
             "aizk: %s's context window leaves no room for evidence under this "
             "engine's prompt and query; the query gets none",
-            type(evidence.fit_to).__name__,
+            type(model_of(evidence.fit_to)).__name__,
         )
     return CallLimits(
         budget=min(room, evidence.budget),

@@ -2,15 +2,22 @@
 
 LlamaIndex's response synthesizers split a context that does not fit the LLM's window across
 several calls, and every call after the first then starts mid-block, with no boundary line.
-`fit_to=llm` sizes each call's budget from the room the model leaves, so there is one call.
-In LangChain, `context_room` works out the room a chat model leaves in a prompt, and the block,
-put in the user turn, keeps the whole prompt within the window.
+`fit_to=synthesizer` sizes each call's budget from the room the engine's own synthesizer finds
+for it (its prompt helper, so `Settings.context_window` and `num_output` too, and its own
+templates, however they were set), so every response mode makes one call holding the whole
+block, on windows from 1k to 128k; `fit_to=llm` does the same under LlamaIndex's default
+prompts. In LangChain, `context_room` works out the room a chat model leaves in a prompt, and
+the block, put in the user turn, keeps the whole prompt within the window.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -21,18 +28,21 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import SystemMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda, RunnablePassthrough
-from llama_index.core import VectorStoreIndex
+from llama_index.core import PromptTemplate, Settings, VectorStoreIndex, get_response_synthesizer
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import ResponseMode
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.utils import get_tokenizer
 from pydantic import PrivateAttr, ValidationError
 
 from aizk_integrations import ScopeDirectory
 from aizk_integrations.counters import counter_from_langchain
 from aizk_integrations.langchain import AizkEvidenceCompressor, context_room
-from aizk_integrations.llama_index import AizkEvidencePostprocessor
+from aizk_integrations.llama_index import AizkEvidencePostprocessor, AizkScopedRetriever
 from tests.adapters.recorders import ChatModelCalls, packed_events
 from tests.offline_tokenizers import cl100k
 
@@ -48,14 +58,15 @@ NOTES = [
 ]
 
 
-class SmallWindowLLM(MockLLM):
-    """LlamaIndex's mock LLM with a small context window, remembering every prompt it got."""
+class WindowedLLM(MockLLM):
+    """LlamaIndex's mock LLM with the context window and answer room it is given, remembering
+    every prompt it got: one prompt is one LLM call."""
 
     window: int = 700
     _prompts: list[str] = PrivateAttr(default_factory=list)
 
-    def __init__(self, window: int = 700) -> None:
-        super().__init__(max_tokens=64)
+    def __init__(self, window: int = 700, answer: int = 64) -> None:
+        super().__init__(max_tokens=answer)
         self.window = window
 
     @property
@@ -71,8 +82,37 @@ class SmallWindowLLM(MockLLM):
         return self._prompts
 
 
+class Retrieved(BaseRetriever):
+    """Hands the engine the same nodes, best first, whatever the query."""
+
+    def __init__(self, nodes: list[TextNode]) -> None:
+        super().__init__()
+        self._scored = [
+            NodeWithScore(node=node, score=1.0 - rank / (len(nodes) + 1))
+            for rank, node in enumerate(nodes)
+        ]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return list(self._scored)
+
+
 def index() -> VectorStoreIndex:
     return VectorStoreIndex(NOTES, embed_model=MockEmbedding(embed_dim=8))
+
+
+@contextmanager
+def settings_window(window: int, answer: int) -> Iterator[None]:
+    """`Settings.context_window` and `num_output` set for the block inside, and unset after.
+
+    Setting them makes `Settings` hold a prompt helper, which every synthesizer made afterwards
+    takes over its LLM's metadata; `Settings` has no public way to drop it again, so the test
+    puts back the private slot it lives in (`_prompt_helper`) as it found it.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Settings, "_prompt_helper", None)
+        Settings.context_window = window
+        Settings.num_output = answer
+        yield
 
 
 MODES = [
@@ -85,11 +125,20 @@ MODES = [
 ]
 
 
+def whole_in(block: str, prompt: str, mode: ResponseMode) -> bool:
+    """Whether the prompt holds the block whole, not split or truncated.
+
+    LlamaIndex formats simple_summarize's context as a Python list (repr, newlines escaped);
+    the block is still whole there, and the only context.
+    """
+    return (repr(block) if mode is ResponseMode.SIMPLE_SUMMARIZE else block) in prompt
+
+
 @pytest.mark.parametrize("mode", MODES, ids=[mode.value for mode in MODES])
 def test_without_fitting_a_big_budget_is_split_across_calls_that_lose_the_frame(
     mode: ResponseMode,
 ) -> None:
-    llm = SmallWindowLLM()
+    llm = WindowedLLM()
     evidence = AizkEvidencePostprocessor(directory=SAM, budget=4000)
     engine = index().as_query_engine(
         llm=llm, node_postprocessors=[evidence], similarity_top_k=40, response_mode=mode
@@ -104,12 +153,167 @@ def test_without_fitting_a_big_budget_is_split_across_calls_that_lose_the_frame(
         assert any(BOUNDARY not in prompt for prompt in llm.prompts)
 
 
+# The recommended setup: fitted to the synthesizer the engine answers with
+
+UNITS = {
+    "english": list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,'?!-"),
+    "japanese": list(
+        "あいうえおかきくけこさしすせそたちつてとなにぬねのはひふへほまみむめもやゆよらりるれろ"
+        "わをんアイウエオカキクケコサシスセソ日本語検索記憶会議予定読書花火東京川崎。、「」ー"
+    ),
+    "emoji": [
+        *("😀", "🎉", "👍🏽", "👨‍👩‍👧", "🇯🇵", "❤️", "🧪", "📚", "🌸", "🍣", "🚀", "🤖"),
+        *("🏳️‍🌈", "🧑🏿‍💻", "✨", "⚠️", "1️⃣", "🫠"),
+    ],
+}
+JOINER = {"english": " ", "japanese": "", "emoji": " "}
+
+
+@dataclass(frozen=True)
+class Writing:
+    """Text in one script: words drawn from its units, and a seed that strings them together."""
+
+    script: str
+    words: tuple[str, ...]
+    seed: int
+
+    def texts(self, rng: random.Random, most_tokens: int) -> Iterator[str]:
+        """Texts of a few words each, none over `most_tokens` in LlamaIndex's tokenizer."""
+        count = get_tokenizer()
+        while True:
+            text = self.words[0]
+            for _ in range(rng.randint(1, 40)):
+                longer = text + JOINER[self.script] + rng.choice(self.words)
+                if len(count(longer)) > most_tokens:
+                    break
+                text = longer
+            yield text
+
+
+@st.composite
+def writings(draw: st.DrawFn) -> Writing:
+    script = draw(st.sampled_from(sorted(UNITS)))
+    word = st.lists(st.sampled_from(UNITS[script]), min_size=1, max_size=6).map("".join)
+    words = draw(st.lists(word, min_size=3, max_size=12, unique=True))
+    return Writing(script, tuple(words), draw(st.integers(0, 2**32)))
+
+
+WINDOWS = st.integers(10, 16).flatmap(lambda power: st.integers(2**power, 2 ** (power + 1)))
+"""1k to 128k tokens, as evenly over each doubling as over the next: small windows are where
+the room is tight, large ones where a budget could run past it."""
+
+
+def templates(preamble: str) -> dict[str, PromptTemplate]:
+    """An app's own prompts, each with its own preamble, by the keys synthesizers use."""
+    return {
+        "text_qa_template": PromptTemplate(
+            f"{preamble}\nContext:\n{{context_str}}\nQuestion: {{query_str}}\nAnswer: "
+        ),
+        "refine_template": PromptTemplate(
+            f"{preamble}\nQuestion: {{query_str}}\nSo far: {{existing_answer}}\n"
+            "More context:\n{context_msg}\nRefined answer: "
+        ),
+        "summary_template": PromptTemplate(
+            f"{preamble}\n{{context_str}}\nSummarize what answers: {{query_str}}\n"
+        ),
+    }
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    writing=writings(),
+    window=WINDOWS,
+    answer=st.sampled_from([32, 256]),
+    mode=st.sampled_from(MODES),
+    window_from=st.sampled_from(["the LLM", "Settings"]),
+    prompts=st.sampled_from(["LlamaIndex's", "given", "updated on the engine"]),
+)
+def test_fitted_to_its_synthesizer_every_mode_sends_the_whole_block_in_one_call_within_budget(
+    writing: Writing,
+    window: int,
+    answer: int,
+    mode: ResponseMode,
+    window_from: str,
+    prompts: str,
+) -> None:
+    rng = random.Random(writing.seed)
+    texts = writing.texts(rng, 40)
+    preamble = next(writing.texts(rng, window // 32)) if prompts != "LlamaIndex's" else ""
+    query = next(writing.texts(rng, window // 64))
+    nodes, total = [], 0
+    while total <= window:  # more than the window holds, so the budget cuts
+        nodes.append(TextNode(text=next(texts), metadata={"scopes": ["sam"]}))
+        total += len(get_tokenizer()(nodes[-1].text))
+    given = templates(preamble) if prompts == "given" else {}
+    with settings_window(window, answer) if window_from == "Settings" else nullcontext():
+        # With the window in Settings, the LLM's own metadata says otherwise: Settings rules.
+        llm = WindowedLLM(window * 4 if window_from == "Settings" else window, answer)
+        synthesizer = get_response_synthesizer(
+            llm=llm,
+            response_mode=mode,
+            text_qa_template=given.get("text_qa_template"),
+            refine_template=given.get("refine_template"),
+            summary_template=given.get("summary_template"),
+        )
+        evidence = AizkEvidencePostprocessor(
+            directory=SAM,
+            budget=2**17,
+            max_budget=2**17,
+            budget_covers="block",
+            fit_to=synthesizer,
+        )
+        engine = RetrieverQueryEngine(Retrieved(nodes), synthesizer, [evidence])
+        if prompts == "updated on the engine":
+            engine.update_prompts(
+                {
+                    f"response_synthesizer:{key}": template
+                    for key, template in templates(preamble).items()
+                    if key in synthesizer.get_prompts()
+                }
+            )
+        response = engine.query(query)
+    [prompt] = llm.prompts  # exactly one LLM call
+    assert BOUNDARY in prompt
+    [block_node] = response.source_nodes
+    block = block_node.node.get_content()
+    assert whole_in(block, prompt, mode)
+    counts = block_node.node.metadata["aizk_counts"]
+    assert 0 < counts["kept"] < len(nodes)
+    assert len(get_tokenizer()(block)) == counts["tokens_used"] <= counts["budget"] < window
+    if mode is not ResponseMode.SIMPLE_SUMMARIZE:  # whose list repr LlamaIndex does not count
+        assert len(get_tokenizer()(prompt)) + answer <= window  # the whole call fits
+
+
+def test_a_scoped_retriever_packs_to_the_room_of_the_synthesizer_its_evidence_is_fitted_to() -> (
+    None
+):
+    llm = WindowedLLM(window=1024)
+    synthesizer = get_response_synthesizer(llm=llm, response_mode=ResponseMode.TREE_SUMMARIZE)
+    evidence = AizkEvidencePostprocessor(budget_covers="block", fit_to=synthesizer)
+    retriever = AizkScopedRetriever(index(), similarity_top_k=8, evidence=evidence)
+    engine = RetrieverQueryEngine(retriever.for_reader(SAM), synthesizer)
+    [block] = engine.query("What did the sweeps show?").source_nodes
+    [prompt] = llm.prompts
+    assert block.node.get_content() in prompt
+    assert block.node.metadata["aizk_counts"]["cut_by_budget"] > 0
+    assert block.node.metadata["aizk_counts"]["budget"] > 600  # not refine's room: this mode's
+
+
+def test_a_synthesizer_that_puts_no_context_in_a_prompt_of_its_own_cannot_be_fitted_to() -> None:
+    made = get_response_synthesizer(llm=WindowedLLM(), response_mode=ResponseMode.GENERATION)
+    with pytest.raises(ValidationError, match="does not put the context in a prompt of its own"):
+        AizkEvidencePostprocessor(budget_covers="block", fit_to=made)
+
+
+# Fitted to an LLM alone: LlamaIndex's default prompts, and the window Settings or the LLM gives
+
+
 @pytest.mark.parametrize("mode", MODES, ids=[mode.value for mode in MODES])
 @pytest.mark.parametrize("window", [900, 1200, 2000])
 def test_fitted_to_the_llm_every_response_mode_makes_one_call_with_the_whole_block(
     mode: ResponseMode, window: int
 ) -> None:
-    llm = SmallWindowLLM(window=window)
+    llm = WindowedLLM(window=window)
     evidence = AizkEvidencePostprocessor(
         directory=SAM, budget=16384, fit_to=llm, budget_covers="block"
     )
@@ -130,8 +334,27 @@ def test_fitted_to_the_llm_every_response_mode_makes_one_call_with_the_whole_blo
         assert block.node.get_content() in prompt  # whole, not split or truncated
 
 
+@pytest.mark.parametrize("mode", MODES, ids=[mode.value for mode in MODES])
+def test_fitted_to_the_llm_the_window_settings_gives_every_synthesizer_rules(
+    mode: ResponseMode,
+) -> None:
+    llm = WindowedLLM(window=128_000)  # what the LLM says; Settings says 1024, and rules
+    with settings_window(1024, 64):
+        evidence = AizkEvidencePostprocessor(
+            directory=SAM, budget=16384, fit_to=llm, budget_covers="block"
+        )
+        engine = index().as_query_engine(
+            llm=llm, node_postprocessors=[evidence], similarity_top_k=40, response_mode=mode
+        )
+        response = engine.query("What did the sweeps show?")
+    [prompt] = llm.prompts
+    [block] = response.source_nodes
+    assert whole_in(block.node.get_content(), prompt, mode)
+    assert block.node.metadata["aizk_counts"]["budget"] < 1024
+
+
 def test_the_fitted_budget_never_exceeds_the_configured_one() -> None:
-    llm = SmallWindowLLM(window=100_000)
+    llm = WindowedLLM(window=100_000)
     evidence = AizkEvidencePostprocessor(
         directory=SAM, budget=300, fit_to=llm, budget_covers="block"
     )
@@ -143,7 +366,7 @@ def test_the_fitted_budget_never_exceeds_the_configured_one() -> None:
 def test_a_window_with_no_room_left_gives_no_evidence_and_says_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    llm = SmallWindowLLM(window=200)
+    llm = WindowedLLM(window=200)
     evidence = AizkEvidencePostprocessor(directory=SAM, fit_to=llm, budget_covers="block")
     caplog.set_level(logging.WARNING, logger="aizk_integrations.llama_index")
     with packed_events() as recorder:
@@ -154,7 +377,7 @@ def test_a_window_with_no_room_left_gives_no_evidence_and_says_so(
     assert event.counts["cut_by_budget"] == len(NOTES)
     [record] = caplog.records
     assert record.getMessage() == (
-        "aizk: SmallWindowLLM's context window leaves no room for evidence under this engine's "
+        "aizk: WindowedLLM's context window leaves no room for evidence under this engine's "
         "prompt and query; the query gets none"
     )
 
@@ -167,7 +390,7 @@ def test_a_window_leaving_one_token_is_room_for_one_token(
     def budget_and_messages(window: int) -> tuple[int, list[str]]:
         caplog.clear()
         evidence = AizkEvidencePostprocessor(
-            directory=SAM, fit_to=SmallWindowLLM(window=window), budget_covers="block"
+            directory=SAM, fit_to=WindowedLLM(window=window), budget_covers="block"
         )
         with packed_events() as recorder:
             evidence.postprocess_nodes(nodes, query_str="q")
@@ -186,7 +409,7 @@ def test_a_window_leaving_one_token_is_room_for_one_token(
 
 def test_fitting_needs_a_budget_on_the_whole_block() -> None:
     with pytest.raises(ValidationError, match="set budget_covers='block'"):
-        AizkEvidencePostprocessor(fit_to=SmallWindowLLM())
+        AizkEvidencePostprocessor(fit_to=WindowedLLM())
 
 
 # LangChain: the same, with the room a chat model leaves for the prompt's {context}
