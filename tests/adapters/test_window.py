@@ -334,6 +334,23 @@ def test_fitted_to_the_llm_every_response_mode_makes_one_call_with_the_whole_blo
         assert block.node.get_content() in prompt  # whole, not split or truncated
 
 
+def test_a_call_with_no_query_is_fitted_as_an_empty_query_not_a_placeholder() -> None:
+    # 265 is what LlamaIndex's prompt helper leaves on a 900-token window under its default
+    # prompts with an empty query; sizing the room with any placeholder text leaves less.
+    evidence = AizkEvidencePostprocessor(
+        directory=SAM, budget=16384, fit_to=WindowedLLM(window=900), budget_covers="block"
+    )
+    nodes = index().as_retriever(similarity_top_k=40).retrieve("sweeps")
+
+    def budget(**query: str) -> int:
+        [block] = evidence.postprocess_nodes(nodes, **query)
+        counts: int = block.node.metadata["aizk_counts"]["budget"]
+        return counts
+
+    assert budget() == budget(query_str="") == 265
+    assert budget(query_str="What did the sweeps show?") < 265
+
+
 @pytest.mark.parametrize("mode", MODES, ids=[mode.value for mode in MODES])
 def test_fitted_to_the_llm_the_window_settings_gives_every_synthesizer_rules(
     mode: ResponseMode,
