@@ -342,13 +342,13 @@ def test_a_call_with_no_query_is_fitted_as_an_empty_query_not_a_placeholder() ->
     )
     nodes = index().as_retriever(similarity_top_k=40).retrieve("sweeps")
 
-    def budget(**query: str) -> int:
-        [block] = evidence.postprocess_nodes(nodes, **query)
+    def budget(query: str | None) -> int:
+        [block] = evidence.postprocess_nodes(nodes, query_str=query)
         counts: int = block.node.metadata["aizk_counts"]["budget"]
         return counts
 
-    assert budget() == budget(query_str="") == 265
-    assert budget(query_str="What did the sweeps show?") < 265
+    assert budget(None) == budget("") == 265
+    assert budget("What did the sweeps show?") < 265
 
 
 @pytest.mark.parametrize("mode", MODES, ids=[mode.value for mode in MODES])
