@@ -721,6 +721,17 @@ def test_bad_settings_fail_when_the_adapter_is_built(
         adapter.build(**settings)
 
 
+@pytest.mark.parametrize("ratio", [0.1, 100, 100.0])
+def test_chars_per_token_takes_both_ends_of_its_range(adapter: Adapter, ratio: float) -> None:
+    assert adapter.build(chars_per_token=ratio).chars_per_token == ratio
+
+
+@pytest.mark.parametrize("ratio", [0.0999, 100.001])
+def test_chars_per_token_just_outside_its_range_is_refused(adapter: Adapter, ratio: float) -> None:
+    with pytest.raises(ValidationError, match=r"between 0\.1 and 100 characters per token"):
+        adapter.build(chars_per_token=ratio)
+
+
 def test_a_metadata_key_of_one_character_is_enough(adapter: Adapter) -> None:
     packer = adapter.build(lane_key="l", scopes_key="s", artifact_id_key="a")
     assert adapter.build(artifact_content_id_key="c").artifact_content_id_key == "c"
