@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
     ConfigurableFieldSpec,
     RunnableConfig,
@@ -81,6 +83,26 @@ def carrying(config: RunnableConfig | None) -> Iterator[None]:
         yield
     finally:
         _request_config.reset(token)
+
+
+class ConfigCarryingRetriever(BaseRetriever):
+    """A retriever whose call's config is the request config of all it runs.
+
+    LangChain hands `_get_relevant_documents` callbacks but not the config, and the config is
+    what names the reader; so the call carries it (`carrying`) for `current_config` to read.
+    """
+
+    def invoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        with carrying(config):
+            return super().invoke(input, config, **kwargs)
+
+    async def ainvoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        with carrying(config):
+            return await super().ainvoke(input, config, **kwargs)
 
 
 def current_config() -> RunnableConfig:

@@ -10,7 +10,7 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever, RetrieverLike
+from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig, patch_config
 from pydantic import Field
 
@@ -22,7 +22,7 @@ from aizk_integrations.langchain._compressor import (
 )
 from aizk_integrations.langchain._config import (
     CONFIG_SPECS,
-    carrying,
+    ConfigCarryingRetriever,
     current_config,
     request_reader,
     with_reader,
@@ -30,7 +30,7 @@ from aizk_integrations.langchain._config import (
 from aizk_integrations.langchain._scoped import AizkScopedRetriever, retrieved
 
 
-class AizkEvidenceRetriever(BaseRetriever):
+class AizkEvidenceRetriever(ConfigCarryingRetriever):
     """Any retriever, packed for the request's reader: a `ContextualCompressionRetriever` that
     carries the config.
 
@@ -56,18 +56,6 @@ class AizkEvidenceRetriever(BaseRetriever):
         ours = {spec.id for spec in CONFIG_SPECS}
         theirs = [spec for spec in self.base_retriever.config_specs if spec.id not in ours]
         return [*theirs, *CONFIG_SPECS]
-
-    def invoke(
-        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> list[Document]:
-        with carrying(config):
-            return super().invoke(input, config, **kwargs)
-
-    async def ainvoke(
-        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> list[Document]:
-        with carrying(config):
-            return await super().ainvoke(input, config, **kwargs)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

@@ -17,7 +17,7 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever, RetrieverLike
+from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field
@@ -26,7 +26,7 @@ from aizk_integrations._paging import Fetched, readable_pages
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations.langchain._config import (
     DIRECTORY_CONFIG_KEY,
-    carrying,
+    ConfigCarryingRetriever,
     current_config,
     request_reader,
 )
@@ -35,7 +35,7 @@ from aizk_integrations.langchain._stores import StoreSearch, store_search
 logger = logging.getLogger("aizk_integrations.langchain")
 
 
-class AizkScopedRetriever(BaseRetriever):
+class AizkScopedRetriever(ConfigCarryingRetriever):
     """A vector store's retriever that returns only documents the request's reader may read.
 
     The reader is the one the request names (`config={"configurable": {"aizk_directory":
@@ -68,18 +68,6 @@ class AizkScopedRetriever(BaseRetriever):
             "built-in way for InMemoryVectorStore, Chroma and Qdrant, else unfiltered paging."
         ),
     )
-
-    def invoke(
-        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> list[Document]:
-        with carrying(config):
-            return super().invoke(input, config, **kwargs)
-
-    async def ainvoke(
-        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> list[Document]:
-        with carrying(config):
-            return await super().ainvoke(input, config, **kwargs)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
