@@ -16,7 +16,7 @@ import asyncio
 import copy
 import logging
 from collections.abc import Sequence
-from typing import Self
+from typing import NamedTuple, Self
 
 from llama_index.core import Settings
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -98,53 +98,33 @@ class _EvidenceChatEngine(BaseChatEngine):
     def chat(
         self, message: str, chat_history: list[ChatMessage] | None = None
     ) -> AgentChatResponse:
-        memory = self._memory()
-        if chat_history is not None:
-            memory.set(chat_history)
-        prompt = self._prompt(memory.get(input=message), message)
-        question = self._question(prompt.history, message)
-        nodes = self._packed(self._retriever.retrieve(question), question, prompt.room)
-        answer = self._llm.chat(prompt.messages(_block(nodes))).message.content or ""
-        memory.put(ChatMessage(role=MessageRole.USER, content=message))
-        memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
-        return AgentChatResponse(
-            response=answer, sources=[_source(question, nodes)], source_nodes=nodes
-        )
+        turn = self._turn(message, chat_history)
+        answer = self._llm.chat(turn.messages).message.content or ""
+        turn.memory.put(ChatMessage(role=MessageRole.USER, content=message))
+        turn.memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
+        return AgentChatResponse(response=answer, sources=[turn.source], source_nodes=turn.nodes)
 
     async def achat(
         self, message: str, chat_history: list[ChatMessage] | None = None
     ) -> AgentChatResponse:
-        memory = self._memory()
-        if chat_history is not None:
-            await memory.aset(chat_history)
-        prompt = self._prompt(await memory.aget(input=message), message)
-        question = await self._aquestion(prompt.history, message)
-        retrieved = await self._retriever.aretrieve(question)
-        nodes = await self._apacked(retrieved, question, prompt.room)
-        answer = (await self._llm.achat(prompt.messages(_block(nodes)))).message.content or ""
-        await memory.aput(ChatMessage(role=MessageRole.USER, content=message))
-        await memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
-        return AgentChatResponse(
-            response=answer, sources=[_source(question, nodes)], source_nodes=nodes
-        )
+        turn = await self._aturn(message, chat_history)
+        answer = (await self._llm.achat(turn.messages)).message.content or ""
+        await turn.memory.aput(ChatMessage(role=MessageRole.USER, content=message))
+        await turn.memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
+        return AgentChatResponse(response=answer, sources=[turn.source], source_nodes=turn.nodes)
 
     def stream_chat(
         self, message: str, chat_history: list[ChatMessage] | None = None
     ) -> StreamingAgentChatResponse:
-        memory = self._memory()
-        if chat_history is not None:
-            memory.set(chat_history)
-        prompt = self._prompt(memory.get(input=message), message)
-        question = self._question(prompt.history, message)
-        nodes = self._packed(self._retriever.retrieve(question), question, prompt.room)
-        stream = self._llm.stream_chat(prompt.messages(_block(nodes)))
-        memory.put(ChatMessage(role=MessageRole.USER, content=message))
+        turn = self._turn(message, chat_history)
+        stream = self._llm.stream_chat(turn.messages)
+        turn.memory.put(ChatMessage(role=MessageRole.USER, content=message))
         response = StreamingAgentChatResponse(
-            chat_stream=stream, sources=[_source(question, nodes)], source_nodes=nodes
+            chat_stream=stream, sources=[turn.source], source_nodes=turn.nodes
         )
         # As LlamaIndex's engines do: a thread (which carries the caller's context) pulls the
         # stream into the response's queue and writes the answer to this reader's memory.
-        thread = Thread(target=response.write_response_to_history, args=(memory,))
+        thread = Thread(target=response.write_response_to_history, args=(turn.memory,))
         response.write_response_to_history_thread = thread
         thread.start()
         return response
@@ -152,6 +132,29 @@ class _EvidenceChatEngine(BaseChatEngine):
     async def astream_chat(
         self, message: str, chat_history: list[ChatMessage] | None = None
     ) -> StreamingAgentChatResponse:
+        turn = await self._aturn(message, chat_history)
+        stream = await self._llm.astream_chat(turn.messages)
+        await turn.memory.aput(ChatMessage(role=MessageRole.USER, content=message))
+        response = StreamingAgentChatResponse(
+            achat_stream=stream, sources=[turn.source], source_nodes=turn.nodes
+        )
+        response.awrite_response_to_history_task = asyncio.create_task(
+            response.awrite_response_to_history(turn.memory)
+        )
+        return response
+
+    def _turn(self, message: str, chat_history: list[ChatMessage] | None) -> _Turn:
+        """What every way to chat starts with: the reader's memory, the question, the evidence
+        packed to the room the prompt leaves, and the messages the LLM is sent."""
+        memory = self._memory()
+        if chat_history is not None:
+            memory.set(chat_history)
+        prompt = self._prompt(memory.get(input=message), message)
+        question = self._question(prompt.history, message)
+        nodes = self._packed(self._retriever.retrieve(question), question, prompt.room)
+        return _Turn(memory, prompt.messages(_block(nodes)), _source(question, nodes), nodes)
+
+    async def _aturn(self, message: str, chat_history: list[ChatMessage] | None) -> _Turn:
         memory = self._memory()
         if chat_history is not None:
             await memory.aset(chat_history)
@@ -159,15 +162,7 @@ class _EvidenceChatEngine(BaseChatEngine):
         question = await self._aquestion(prompt.history, message)
         retrieved = await self._retriever.aretrieve(question)
         nodes = await self._apacked(retrieved, question, prompt.room)
-        stream = await self._llm.astream_chat(prompt.messages(_block(nodes)))
-        await memory.aput(ChatMessage(role=MessageRole.USER, content=message))
-        response = StreamingAgentChatResponse(
-            achat_stream=stream, sources=[_source(question, nodes)], source_nodes=nodes
-        )
-        response.awrite_response_to_history_task = asyncio.create_task(
-            response.awrite_response_to_history(memory)
-        )
-        return response
+        return _Turn(memory, prompt.messages(_block(nodes)), _source(question, nodes), nodes)
 
     def reset(self) -> None:
         """Forget the current reader's conversation (no one else's)."""
@@ -428,6 +423,15 @@ def _given_memory(
     if chat_history is not None:
         return ChatMemoryBuffer.from_defaults(chat_history=chat_history, llm=llm)
     return memory
+
+
+class _Turn(NamedTuple):
+    """One chat turn, ready for the LLM call."""
+
+    memory: BaseMemory
+    messages: list[ChatMessage]
+    source: ToolOutput
+    nodes: list[NodeWithScore]
 
 
 def _block(nodes: Sequence[NodeWithScore]) -> str:
