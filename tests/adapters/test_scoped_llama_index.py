@@ -28,7 +28,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.callbacks.base_handler import BaseCallbackHandler
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
@@ -63,6 +62,7 @@ from aizk_integrations.llama_index import (
     ScopeFilter,
     reading_as,
 )
+from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.scoped_corpus import (
     DIMENSIONS,
     ORGANIZATIONS,
@@ -70,7 +70,6 @@ from tests.scoped_corpus import (
     TOPICS,
     Note,
     directory_of,
-    hash_vector,
     notes,
     questions,
     readable_by,
@@ -83,24 +82,6 @@ EXACT_RANKING = ("simple", "qdrant", "faiss")
 """Stores that rank by brute force; Chroma's HNSW index is approximate."""
 BUDGET = 120
 """Tokens of evidence: about ten notes, so most blocks take the store two or three pages."""
-
-
-class WordEmbedding(BaseEmbedding):
-    """`hash_vector` as a LlamaIndex embedding: texts sharing words are close, none tie."""
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return _vector(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return _vector(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return _vector(text)
-
-
-@cache
-def _vector(text: str) -> list[float]:
-    return hash_vector(text)
 
 
 def node_id(note: Note) -> str:
@@ -116,7 +97,7 @@ def as_nodes(stored: list[Note]) -> list[TextNode]:
             metadata=scope_metadata(list(note.scopes)),
             excluded_embed_metadata_keys=["scopes"],
             excluded_llm_metadata_keys=["scopes"],
-            embedding=_vector(note.text),  # what WordEmbedding gives, computed once per note
+            embedding=word_vector(note.text),  # what WordEmbedding gives, computed once per note
         )
         for note in stored
     ]
@@ -461,7 +442,7 @@ def test_the_chroma_store_logs_what_it_returns_which_scoped_retrieval_keeps_quie
     reader = "user-05"
     store = index_of("chroma").vector_store
     where = {"$or": [{"scopes": {"$contains": each}} for each in directory_of(reader).scopes]}
-    query = VectorStoreQuery(query_embedding=_vector(QUESTIONS[0]), similarity_top_k=64)
+    query = VectorStoreQuery(query_embedding=word_vector(QUESTIONS[0]), similarity_top_k=64)
     with everything_recorded() as (_, lines):
         store.query(query, where=where)
     assert leaked(lines.lines, reader)
