@@ -26,6 +26,7 @@ try:
         COUNTS_METADATA_KEY,
         RECALL_METADATA_KEY,
     )
+    from aizk_integrations.langchain._pipeline import check_packer_last
     from aizk_integrations.langchain._retriever import AizkEvidenceRetriever
     from aizk_integrations.langchain._room import context_room
     from aizk_integrations.langchain._scoped import AizkScopedRetriever
@@ -47,5 +48,6 @@ __all__ = [
     "AizkEvidenceRetriever",
     "AizkScopedRetriever",
     "StoreSearch",
+    "check_packer_last",
     "context_room",
 ]

@@ -12,7 +12,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig, patch_config
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations.langchain._compressor import (
@@ -27,6 +27,7 @@ from aizk_integrations.langchain._config import (
     request_reader,
     with_reader,
 )
+from aizk_integrations.langchain._pipeline import check_not_packed
 from aizk_integrations.langchain._scoped import AizkScopedRetriever, retrieved
 
 
@@ -49,6 +50,12 @@ class AizkEvidenceRetriever(ConfigCarryingRetriever):
     compressor: AizkEvidenceCompressor = Field(
         default_factory=AizkEvidenceCompressor, description="Packs them for the request."
     )
+
+    @field_validator("base_retriever")
+    @classmethod
+    def _not_packed(cls, retriever: RetrieverLike) -> RetrieverLike:
+        check_not_packed(retriever, cls.__name__)
+        return retriever
 
     @property
     def config_specs(self) -> list[ConfigurableFieldSpec]:

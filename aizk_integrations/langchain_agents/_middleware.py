@@ -21,6 +21,7 @@ from aizk_integrations.langchain._config import (
     request_reader,
     with_reader,
 )
+from aizk_integrations.langchain._pipeline import check_not_packed
 from aizk_integrations.langchain._room import room_left, window_of
 from aizk_integrations.langchain._scoped import AizkScopedRetriever, retrieved
 
@@ -48,6 +49,7 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         reserve: int = 0,
     ) -> None:
         super().__init__()
+        check_not_packed(retriever, type(self).__name__)
         self.retriever = retriever
         self.compressor = compressor if compressor is not None else AizkEvidenceCompressor()
         self.window = window

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -36,7 +37,7 @@ from llama_index.core.utils import get_tokenizer
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import ScopeDirectory
-from aizk_integrations.langchain import AizkEvidenceCompressor
+from aizk_integrations.langchain import AizkEvidenceCompressor, AizkEvidenceRetriever
 from aizk_integrations.langchain_agents import AizkMemoryMiddleware
 from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
@@ -122,6 +123,18 @@ def test_the_reader_can_come_from_the_agents_runtime_context() -> None:
     [block] = evidence_messages(recorder.calls[0])
     assert "Ana: buy twine" in str(block.content)
     assert "Sam" not in str(block.content)
+
+
+def test_the_middleware_refuses_a_retriever_that_already_packs() -> None:
+    # It packs what the retriever returns: packed twice, the block would be withheld as unscoped.
+    packing = AizkEvidenceRetriever(base_retriever=notes_retriever())
+    with pytest.raises(ValueError, match=r"^the retriever given to AizkMemoryMiddleware already"):
+        AizkMemoryMiddleware(packing, AizkEvidenceCompressor())
+    compressed = ContextualCompressionRetriever(
+        base_compressor=AizkEvidenceCompressor(), base_retriever=notes_retriever()
+    )
+    with pytest.raises(ValueError, match=r"already packs \(AizkEvidenceCompressor\)"):
+        AizkMemoryMiddleware(compressed)
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])

@@ -19,8 +19,10 @@ import pytest
 from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_classic.retrievers.document_compressors import (
     DocumentCompressorPipeline,
+    EmbeddingsFilter,
     LLMChainFilter,
 )
+from langchain_community.document_transformers import LongContextReorder
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -367,6 +369,115 @@ def test_in_a_pipeline_the_packer_packs_only_what_the_filter_before_it_kept() ->
     assert all(line in block.page_content for line in SAM_LINES if line != SAM_LINES[2])
     assert ANA_SECRET not in block.page_content
     assert block.metadata["aizk_counts"]["kept"] == 3
+
+
+def a_filter_that_drops_the_block() -> EmbeddingsFilter:
+    """LangChain's `EmbeddingsFilter`, strict enough that the whole block, judged as one
+    document, is not similar enough to the question to pass."""
+    return EmbeddingsFilter(
+        embeddings=DeterministicFakeEmbedding(size=32), similarity_threshold=0.99
+    )
+
+
+def test_a_filter_after_the_packer_is_refused_by_the_check_and_would_drop_the_block() -> None:
+    packer = AizkEvidenceCompressor(directory=sam_directory())
+    pipeline = DocumentCompressorPipeline(transformers=[packer, a_filter_that_drops_the_block()])
+    compressed = ContextualCompressionRetriever(
+        base_compressor=pipeline, base_retriever=club_retriever()
+    )
+    assert compressed.invoke(CLUB_QUESTION) == []  # what the check is for: no evidence, no word
+
+    for built in (compressed, pipeline):
+        with pytest.raises(
+            ValueError, match=r"^EmbeddingsFilter runs after AizkEvidenceCompressor, "
+        ):
+            adapter.check_packer_last(built)
+    with pytest.raises(ValueError, match="run after") as raised:
+        adapter.check_packer_last(
+            DocumentCompressorPipeline(
+                transformers=[packer, LongContextReorder(), a_filter_that_drops_the_block()]
+            )
+        )
+    assert str(raised.value).startswith(
+        "LongContextReorder, EmbeddingsFilter run after AizkEvidenceCompressor, so it judges "
+        "the whole evidence block as one document and can drop or cut it"
+    )
+    assert "Put the packer last: DocumentCompressorPipeline(transformers=[..., " in str(
+        raised.value
+    )
+
+
+def test_a_filter_around_a_packing_retriever_counts_as_after_the_packer() -> None:
+    packing = ContextualCompressionRetriever(
+        base_compressor=AizkEvidenceCompressor(directory=sam_directory()),
+        base_retriever=club_retriever(),
+    )
+    filtered = ContextualCompressionRetriever(
+        base_compressor=DocumentCompressorPipeline(transformers=[a_filter_that_drops_the_block()]),
+        base_retriever=packing,
+    )
+    with pytest.raises(ValueError, match=r"^EmbeddingsFilter runs after AizkEvidenceCompressor"):
+        adapter.check_packer_last(filtered)
+
+
+@pytest.mark.parametrize(
+    "placed",
+    ["compressor", "last in a pipeline", "no packer"],
+)
+def test_the_check_passes_a_retrieval_whose_packer_is_last_or_absent(placed: str) -> None:
+    packer = AizkEvidenceCompressor(directory=sam_directory())
+    compressor: BaseDocumentCompressor = {
+        "compressor": packer,
+        "last in a pipeline": DocumentCompressorPipeline(
+            transformers=[LongContextReorder(), packer]
+        ),
+        "no packer": DocumentCompressorPipeline(transformers=[LongContextReorder()]),
+    }[placed]
+    adapter.check_packer_last(
+        ContextualCompressionRetriever(base_compressor=compressor, base_retriever=club_retriever())
+    )
+
+
+def test_the_evidence_retriever_refuses_a_base_retriever_that_already_packs() -> None:
+    packing = ContextualCompressionRetriever(
+        base_compressor=DocumentCompressorPipeline(
+            transformers=[AizkEvidenceCompressor(), a_filter_that_drops_the_block()]
+        ),
+        base_retriever=club_retriever(),
+    )
+    with pytest.raises(ValidationError) as raised:
+        adapter.AizkEvidenceRetriever(base_retriever=packing)
+    assert (
+        "the retriever given to AizkEvidenceRetriever already packs (AizkEvidenceCompressor, "
+        "followed by EmbeddingsFilter), and AizkEvidenceRetriever packs what it retrieves: give "
+        "it the retriever before packing (filters and rerankers included) and the packer as "
+        "compressor="
+    ) in str(raised.value)
+    nested = adapter.AizkEvidenceRetriever(base_retriever=club_retriever())
+    with pytest.raises(ValidationError, match=r"already packs \(AizkEvidenceCompressor\)"):
+        adapter.AizkEvidenceRetriever(base_retriever=nested)
+
+
+def test_filters_before_the_evidence_retrievers_packer_keep_the_block_for_the_reader() -> None:
+    # The composition the message points to: the filter judges documents, the packer goes last.
+    verdicts = ["NO" if line.startswith("Draft") else "YES" for line in ranked_lines()]
+    filtering = ContextualCompressionRetriever(
+        base_compressor=LLMChainFilter.from_llm(FakeListLLM(responses=verdicts)),
+        base_retriever=club_retriever(),
+    )
+    retriever = adapter.AizkEvidenceRetriever(base_retriever=filtering)
+
+    [block] = retriever.invoke(
+        CLUB_QUESTION, config={"configurable": {"aizk_directory": sam_directory()}}
+    )
+
+    assert SAM_LINES[2] not in block.page_content
+    assert all(line in block.page_content for line in SAM_LINES if line != SAM_LINES[2])
+    assert ANA_SECRET not in block.page_content
+
+
+def ranked_lines() -> list[str]:
+    return [document.page_content for document in club_retriever().invoke(CLUB_QUESTION)]
 
 
 def test_a_retrieval_that_finds_nothing_gives_no_documents() -> None:

@@ -52,6 +52,7 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "AizkEvidenceRetriever",
         "AizkScopedRetriever",
         "StoreSearch",
+        "check_packer_last",
         "context_room",
     ]
     assert langchain_agents.__all__ == [
