@@ -24,8 +24,10 @@ def steps_after_packer(part: object) -> list[str] | None:
 
     Read are the parts LangChain composes retrieval from, by the fields they keep their parts
     in: a `DocumentCompressorPipeline`'s `transformers`, a `ContextualCompressionRetriever`'s
-    `base_retriever` then `base_compressor`; and ours, which pack last (the compressor, and
-    whatever holds one as `compressor`: `AizkEvidenceRetriever`, `as_runnable()`'s step).
+    `base_retriever` then `base_compressor`, and a retriever around others (`retriever`:
+    `MultiQueryRetriever`; `retrievers`: `EnsembleRetriever`, `MergerRetriever`), which handles
+    their documents after them; and ours, which pack last (the compressor, and whatever holds
+    one as `compressor`: `AizkEvidenceRetriever`, `as_runnable()`'s step).
     """
     if isinstance(part, AizkEvidenceCompressor) or isinstance(
         getattr(part, "compressor", None), AizkEvidenceCompressor
@@ -37,6 +39,14 @@ def steps_after_packer(part: object) -> list[str] | None:
     compressor = getattr(part, "base_compressor", None)
     if compressor is not None:
         return _after_packer_in([getattr(part, "base_retriever", None), compressor])
+    retrievers = getattr(part, "retrievers", None)
+    inside = (
+        retrievers if isinstance(retrievers, list | tuple) else [getattr(part, "retriever", None)]
+    )
+    for retriever in inside:
+        after = None if retriever is None else steps_after_packer(retriever)
+        if after is not None:  # this retriever merges, dedupes or fuses what the packer returns
+            return [*after, type(part).__name__]
     return None
 
 
@@ -67,20 +77,24 @@ def check_packer_last(retriever: object) -> None:
 
     Call it once where the app builds its retrieval (a startup check, a test) on a
     `ContextualCompressionRetriever` or `DocumentCompressorPipeline` that holds an
-    `AizkEvidenceCompressor`: a filter, reranker or splitter after the packer judges the whole
-    block as one document and can drop or cut it, leaving the prompt no evidence, and LangChain
-    gives the packer no view of that. `AizkEvidenceRetriever` and the memory middleware make the
+    `AizkEvidenceCompressor`: a filter, reranker or splitter after the packer, or a retriever
+    that merges or fuses what it returns, handles the whole block as one document and can drop
+    it, cut it or set unpacked documents beside it, and LangChain gives the packer no view of
+    that. `AizkEvidenceRetriever` and the memory middleware make the
     same check on the retriever they are given.
     """
     after = steps_after_packer(retriever)
     if after:
+        one = len(after) == 1
         raise ValueError(
-            f"{', '.join(after)} {'runs' if len(after) == 1 else 'run'} after {_PACKER}, so "
-            "it judges the whole evidence block as one document and can drop or cut it, "
-            "leaving the prompt no evidence (LangChain shows the packer nothing of the steps "
-            f"after it). Put the packer last: DocumentCompressorPipeline(transformers=[..., "
-            f"{_PACKER}(...)]), or give AizkEvidenceRetriever a base retriever that filters and "
-            "the packer as compressor="
+            f"{', '.join(after)} {'runs' if one else 'run'} after {_PACKER}, and "
+            f"{'it handles' if one else 'each handles'} the whole evidence block as one "
+            "document: it can drop it, cut it or set documents the packer never read beside "
+            "it, leaving the prompt no evidence, or more than the budget holds (LangChain shows "
+            "the packer nothing of the steps after it). Put the packer last: "
+            f"DocumentCompressorPipeline(transformers=[..., {_PACKER}(...)]), or "
+            "AizkEvidenceRetriever(base_retriever=<the retriever that filters, fuses or "
+            "merges>, compressor=<the packer>)"
         )
 
 

@@ -16,7 +16,12 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_classic.retrievers import (
+    ContextualCompressionRetriever,
+    EnsembleRetriever,
+    MergerRetriever,
+    MultiQueryRetriever,
+)
 from langchain_classic.retrievers.document_compressors import (
     DocumentCompressorPipeline,
     EmbeddingsFilter,
@@ -29,7 +34,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListLLM
 from langchain_core.prompts import PromptTemplate
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnablePassthrough
+from langchain_core.runnables import Runnable, RunnableConfig, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import ValidationError
 
@@ -399,8 +404,9 @@ def test_a_filter_after_the_packer_is_refused_by_the_check_and_would_drop_the_bl
             )
         )
     assert str(raised.value).startswith(
-        "LongContextReorder, EmbeddingsFilter run after AizkEvidenceCompressor, so it judges "
-        "the whole evidence block as one document and can drop or cut it"
+        "LongContextReorder, EmbeddingsFilter run after AizkEvidenceCompressor, and each "
+        "handles the whole evidence block as one document: it can drop it, cut it or set "
+        "documents the packer never read beside it"
     )
     assert "Put the packer last: DocumentCompressorPipeline(transformers=[..., " in str(
         raised.value
@@ -418,6 +424,35 @@ def test_a_filter_around_a_packing_retriever_counts_as_after_the_packer() -> Non
     )
     with pytest.raises(ValueError, match=r"^EmbeddingsFilter runs after AizkEvidenceCompressor"):
         adapter.check_packer_last(filtered)
+
+
+def test_a_retriever_that_fuses_or_merges_a_packing_retrievers_output_is_after_the_packer() -> None:
+    packing = adapter.AizkEvidenceRetriever(
+        base_retriever=club_retriever(), compressor=AizkEvidenceCompressor(budget=30)
+    )
+    plain = club_retriever()
+    fused = EnsembleRetriever(retrievers=[packing, plain], weights=[0.5, 0.5])
+    reader = RunnableConfig(configurable={"aizk_directory": sam_directory()})
+    # What the check is for: the fused list holds the block and, beside it, documents the packer
+    # never read, Ana's secret among them.
+    assert ANA_SECRET in [document.page_content for document in fused.invoke(CLUB_QUESTION, reader)]
+
+    wrappers: list[BaseRetriever] = [
+        fused,
+        MergerRetriever(retrievers=[plain, packing]),
+        MultiQueryRetriever.from_llm(retriever=packing, llm=FakeListLLM(responses=["q"])),
+    ]
+    for wrapper in wrappers:
+        name = type(wrapper).__name__
+        with pytest.raises(ValueError, match=f"^{name} runs after AizkEvidenceCompressor, "):
+            adapter.check_packer_last(wrapper)
+    # The fix the message names: the fusing retriever inside, the packer around it.
+    fused_then_packed = adapter.AizkEvidenceRetriever(
+        base_retriever=EnsembleRetriever(retrievers=[plain, club_retriever()], weights=[0.5, 0.5])
+    )
+    adapter.check_packer_last(fused_then_packed)
+    [block] = fused_then_packed.invoke(CLUB_QUESTION, reader)
+    assert ANA_SECRET not in block.page_content
 
 
 @pytest.mark.parametrize(
