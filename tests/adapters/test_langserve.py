@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -31,6 +27,7 @@ from aizk_integrations.langchain import (
     AizkEvidenceRetriever,
     AizkScopedRetriever,
 )
+from tests.adapters.serving import serving
 from tests.scoped_corpus import READERS, directory_of, hash_vector, notes, questions
 
 NOTES = notes(400)
@@ -76,20 +73,8 @@ def app() -> FastAPI:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    running = uvicorn.Server(uvicorn.Config(app(), host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not running.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    running.should_exit = True
-    thread.join(timeout=10)
+    with serving(app()) as url:
+        yield url
 
 
 def foreign(reader: str) -> set[str]:

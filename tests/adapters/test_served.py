@@ -19,19 +19,16 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-import socket
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Annotated, Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import Depends, FastAPI, Header
 from fastapi.responses import StreamingResponse
 from langchain_core.documents import Document
@@ -64,6 +61,7 @@ from aizk_integrations.llama_index import (
     AizkScopedRetriever,
     reading_as,
 )
+from tests.adapters.serving import serving
 from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.docs.pages import DOCS, section_blocks
 from tests.scoped_corpus import READERS, directory_of, notes, questions, readable_by
@@ -401,27 +399,6 @@ def blocks(documents: list[Document]) -> str:
 @pytest.fixture(scope="module")
 def served() -> Served:
     return Served()
-
-
-@contextmanager
-def serving(app: FastAPI) -> Iterator[str]:
-    """`app` on uvicorn, on a free port of 127.0.0.1, in a thread: its base URL while inside."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not running.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        running.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")
