@@ -314,24 +314,24 @@ def test_fitted_to_the_llm_every_response_mode_makes_one_call_with_the_whole_blo
     mode: ResponseMode, window: int
 ) -> None:
     llm = WindowedLLM(window=window)
+    block = fitted_block(llm, mode)
+    [prompt] = llm.prompts
+    assert BOUNDARY in prompt
+    assert 0 < block.node.metadata["aizk_counts"]["kept"] < 40
+    assert block.node.metadata["aizk_counts"]["budget"] < window
+    assert whole_in(block.node.get_content(), prompt, mode)  # whole, not split or truncated
+
+
+def fitted_block(llm: WindowedLLM, mode: ResponseMode) -> NodeWithScore:
+    """The one source node a query gives through a postprocessor fitted to `llm` alone."""
     evidence = AizkEvidencePostprocessor(
         directory=SAM, budget=16384, fit_to=llm, budget_covers="block"
     )
     engine = index().as_query_engine(
         llm=llm, node_postprocessors=[evidence], similarity_top_k=40, response_mode=mode
     )
-    response = engine.query("What did the sweeps show?")
-    [prompt] = llm.prompts
-    assert BOUNDARY in prompt
-    [block] = response.source_nodes
-    assert 0 < block.node.metadata["aizk_counts"]["kept"] < 40
-    assert block.node.metadata["aizk_counts"]["budget"] < window
-    if mode is ResponseMode.SIMPLE_SUMMARIZE:
-        # LlamaIndex formats this mode's context as a Python list (repr, newlines escaped);
-        # the block is still whole, and the only context.
-        assert repr(block.node.get_content()) in prompt
-    else:
-        assert block.node.get_content() in prompt  # whole, not split or truncated
+    [block] = engine.query("What did the sweeps show?").source_nodes
+    return block
 
 
 def test_a_call_with_no_query_is_fitted_as_an_empty_query_not_a_placeholder() -> None:
@@ -357,15 +357,8 @@ def test_fitted_to_the_llm_the_window_settings_gives_every_synthesizer_rules(
 ) -> None:
     llm = WindowedLLM(window=128_000)  # what the LLM says; Settings says 1024, and rules
     with settings_window(1024, 64):
-        evidence = AizkEvidencePostprocessor(
-            directory=SAM, budget=16384, fit_to=llm, budget_covers="block"
-        )
-        engine = index().as_query_engine(
-            llm=llm, node_postprocessors=[evidence], similarity_top_k=40, response_mode=mode
-        )
-        response = engine.query("What did the sweeps show?")
+        block = fitted_block(llm, mode)
     [prompt] = llm.prompts
-    [block] = response.source_nodes
     assert whole_in(block.node.get_content(), prompt, mode)
     assert block.node.metadata["aizk_counts"]["budget"] < 1024
 
