@@ -29,6 +29,8 @@ def steps_after_packer(part: object) -> list[str] | None:
     their documents after them; and ours, which pack last (the compressor, and whatever holds
     one as `compressor`: `AizkEvidenceRetriever`, `as_runnable()`'s step).
     """
+    if part is None:
+        return None
     if isinstance(part, AizkEvidenceCompressor) or isinstance(
         getattr(part, "compressor", None), AizkEvidenceCompressor
     ):
@@ -44,7 +46,7 @@ def steps_after_packer(part: object) -> list[str] | None:
         retrievers if isinstance(retrievers, list | tuple) else [getattr(part, "retriever", None)]
     )
     for retriever in inside:
-        after = None if retriever is None else steps_after_packer(retriever)
+        after = steps_after_packer(retriever)
         if after is not None:  # this retriever merges, dedupes or fuses what the packer returns
             return [*after, type(part).__name__]
     return None
