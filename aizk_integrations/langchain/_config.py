@@ -19,6 +19,7 @@ from langchain_core.runnables import (
     ensure_config,
     patch_config,
 )
+from pydantic import ConfigDict
 
 from aizk_integrations._errors import quoted
 from aizk_integrations._scopes import ScopeDirectory
@@ -91,6 +92,9 @@ class ConfigCarryingRetriever(BaseRetriever):
     LangChain hands `_get_relevant_documents` callbacks but not the config, and the config is
     what names the reader; so the call carries it (`carrying`) for `current_config` to read.
     """
+
+    # A refused setting is never quoted: a store or retriever's repr can hold stored text.
+    model_config = ConfigDict(hide_input_in_errors=True)
 
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any

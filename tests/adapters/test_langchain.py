@@ -473,6 +473,15 @@ def test_the_check_passes_a_retrieval_whose_packer_is_last_or_absent(placed: str
     )
 
 
+class Listed(BaseRetriever):
+    """A retriever holding its documents as a field, so its repr holds their text."""
+
+    documents: list[Document]
+
+    def _get_relevant_documents(self, query: str, **kwargs: Any) -> list[Document]:
+        return self.documents
+
+
 def test_the_evidence_retriever_refuses_a_base_retriever_that_already_packs() -> None:
     packing = ContextualCompressionRetriever(
         base_compressor=DocumentCompressorPipeline(
@@ -488,6 +497,14 @@ def test_the_evidence_retriever_refuses_a_base_retriever_that_already_packs() ->
         "it the retriever before packing (filters and rerankers included) and the packer as "
         "compressor="
     ) in str(raised.value)
+    holding_text = ContextualCompressionRetriever(
+        base_compressor=AizkEvidenceCompressor(),
+        base_retriever=Listed(documents=[Document(ANA_SECRET, metadata={"scopes": ["ana"]})]),
+    )
+    with pytest.raises(ValidationError) as quoted:
+        adapter.AizkEvidenceRetriever(base_retriever=holding_text)
+    assert "already packs" in str(quoted.value)
+    assert "4417" not in str(quoted.value)  # the error quotes nothing it was handed
     nested = adapter.AizkEvidenceRetriever(base_retriever=club_retriever())
     with pytest.raises(ValidationError, match=r"already packs \(AizkEvidenceCompressor\)"):
         adapter.AizkEvidenceRetriever(base_retriever=nested)
