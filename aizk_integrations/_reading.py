@@ -22,7 +22,8 @@ from aizk_integrations._errors import ItemError, quoted
 from aizk_integrations._evidence import Evidence
 from aizk_integrations._lanes import PROVENANCE_OF_LANE, Lane
 from aizk_integrations._packing import Found
-from aizk_integrations._scopes import Scope, ScopeDirectory, scope_ids
+from aizk_integrations._scope_ids import scope_ids
+from aizk_integrations._scopes import Scope, ScopeDirectory
 from aizk_integrations._uuids import canonical_uuid, resource_uri, uuid_text
 
 Item = TypeVar("Item")

@@ -34,7 +34,8 @@ from jinja2.runtime import Context
 from aizk_integrations._containment import contain, inert, might_reach_out
 from aizk_integrations._evidence import Evidence
 from aizk_integrations._lanes import Provenance
-from aizk_integrations._scopes import INTERSECTION, PRIVATE, Scope, scope_order
+from aizk_integrations._scope_names import INTERSECTION, PRIVATE
+from aizk_integrations._scopes import Scope, scope_order
 
 INDENT = "    "
 _NEWLINE_INDENT = "\n" + INDENT

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 from aizk_integrations._candidate import Candidate, candidate_evidence
 from aizk_integrations._evidence import Evidence
 from aizk_integrations._rendering import render, shared_scopes
-from aizk_integrations._scopes import PRIVATE, Scope, ScopeDirectory
+from aizk_integrations._scope_names import PRIVATE
+from aizk_integrations._scopes import Scope, ScopeDirectory
 
 
 class RecallResult(BaseModel):

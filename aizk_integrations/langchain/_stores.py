@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from aizk_integrations._scopes import scopes_within
+from aizk_integrations._scope_ids import scopes_within
 
 
 @runtime_checkable
