@@ -22,7 +22,7 @@ from aizk_integrations._errors import ItemError, quoted
 from aizk_integrations._evidence import Evidence
 from aizk_integrations._lanes import PROVENANCE_OF_LANE, Lane
 from aizk_integrations._packing import Found
-from aizk_integrations._scope_ids import scope_ids
+from aizk_integrations._scope_ids import PUBLIC, scope_ids
 from aizk_integrations._scopes import Scope, ScopeDirectory
 from aizk_integrations._uuids import canonical_uuid, resource_uri, uuid_text
 
@@ -65,10 +65,26 @@ class Withheld(StrEnum):
     NO_READER = "names scopes, and the call has no reader"
     UNSCOPED = "names no scope"
     NOT_PERMITTED = "names a scope the reader may not see"
+    UNREADABLE = "its scopes cannot be read"
+    MALFORMED = "malformed"
+    PACKED = "is an evidence block already: the retrieval packs twice"
+
+
+BLOCK_KEY = "aizk_recall"
+"""Metadata key of the one item a packer hands on, in both adapters: the block's public JSON."""
+
+
+class Held(NamedTuple):
+    """An item withheld before the walk: where it stood, why, and, for a malformed item the
+    reader may read, what is wrong with it (never anything of an item the reader may not)."""
+
+    position: int
+    reason: Withheld
+    problem: str | None = None
 
 
 class Access(NamedTuple):
-    """Who is reading, and what they may see.
+    """Who is reading, what they may see, and what becomes of their malformed items.
 
     Fail closed: with no reader, an item that names scopes is shown to nobody, unless the app
     opted in (`allow_scoped_without_reader`) because every caller may see everything.
@@ -77,12 +93,15 @@ class Access(NamedTuple):
     reader: ScopeDirectory | None
     allow_unscoped: bool
     allow_scoped_without_reader: bool
+    raise_on_malformed: bool
 
     def decide(self, ids: frozenset[str]) -> tuple[Scope, ...] | Withheld:
         """The reader's scopes for an item in `ids`, or why the item is withheld."""
         if self.reader is None:
-            # Nobody in particular is reading: nothing is labelled with scope names.
-            return Withheld.NO_READER if ids and not self.allow_scoped_without_reader else ()
+            # Nobody in particular is reading: only public items pass, unlabelled.
+            if ids and not ids <= _PUBLIC_ONLY and not self.allow_scoped_without_reader:
+                return Withheld.NO_READER
+            return ()
         if not ids:
             return () if self.allow_unscoped else Withheld.UNSCOPED
         if not self.reader.permits(ids):
@@ -90,73 +109,102 @@ class Access(NamedTuple):
         return self.reader.resolve(ids)
 
 
+_PUBLIC_ONLY = frozenset((PUBLIC,))
+
+
 def read(
     items: Iterable[Item],
     source: Source[Item],
     keys: MetadataKeys,
     access: Access,
-    withheld: list[tuple[int, Withheld]],
+    withheld: list[Held],
 ) -> Iterator[Found]:
-    """The items the reader may see, as the walk pulls them; the others go to `withheld`."""
-    lane_key, scopes_key, artifact_key, content_key, citation_keys = keys
-    metadata_of, text_of = source.metadata_of, source.text_of
-    # A recall's items name a few scope lists over and over: each is read and decided once.
-    decided: dict[object, tuple[Scope, ...] | Withheld] = {}
+    """The items the reader may see, as the walk pulls them; the others go to `withheld`.
+
+    Authorization comes first: only an item's scopes are read before the reader's directory
+    decides. An item whose scopes cannot be read at all may be anyone's, so it is withheld as
+    unreadable and nothing else of it is looked at. A malformed item the reader may read is
+    withheld with what is wrong (or, with `raise_on_malformed`, is the call's error): one bad
+    record fails no request, and its owner is told.
+    """
+    decided: dict[frozenset[str], tuple[Scope, ...] | Withheld] = {}  # a recall's few scope sets
     for position, item in enumerate(items):
-        metadata = metadata_of(item, position)
-        # `dict` first: every framework hands one over, and the ABC check costs 0.3 µs an item.
-        if type(metadata) is not dict and not isinstance(metadata, Mapping):
-            raise ItemError(
-                position,
-                f"metadata must be a mapping (dict), got {type(metadata).__name__}",
-                authorized=False,
-            )
-        named = metadata.get(scopes_key)
-        key = _decided_as(named)
-        scopes = decided.get(key) if key is not None else None
-        if scopes is None:
-            scopes = access.decide(_scope_ids(named, scopes_key, position))
-            if key is not None:
-                decided[key] = scopes
-        if isinstance(scopes, Withheld):
-            withheld.append((position, scopes))
+        metadata = source.metadata_of(item, position)
+        if not isinstance(metadata, Mapping):
+            kind = type(metadata).__name__
+            _unreadable(access, position, f"metadata must be a mapping (dict), got {kind}")
+            withheld.append(Held(position, Withheld.UNREADABLE))
             continue
-        text = text_of(item, position)
-        if not isinstance(text, str):
-            raise ItemError(position, f"content must be text (str), got {type(text).__name__}")
-        lane = _lane(metadata.get(lane_key, Lane.SOURCES), lane_key, position)
-        uri = resource_uri(
-            _uuid(metadata.get(artifact_key), artifact_key, position),
-            _uuid(metadata.get(content_key), content_key, position),
-        )
-        citation = None if citation_keys is None else _citation(metadata, citation_keys)
+        if BLOCK_KEY in metadata and keys.scopes not in metadata:
+            withheld.append(Held(position, Withheld.PACKED))
+            continue
         try:
-            # The model's own validator, without `BaseModel.__init__` around it: 0.6 µs less.
-            evidence = _validate_evidence(
-                {
-                    "provenance": PROVENANCE_OF_LANE[lane],
-                    "text": text,
-                    "scopes": scopes,
-                    "resource_uri": uri,
-                    "citation": citation,
-                }
-            )
-        except ValidationError as error:  # only the text can be wrong: the rest is built valid
-            raise ItemError(position, f"content: {_problem(error)}") from None
-        yield position, lane, evidence
+            ids = _scope_ids(metadata.get(keys.scopes))
+        except (TypeError, ValueError):
+            _unreadable(access, position, f"metadata {keys.scopes!r} cannot be read as scope ids")
+            withheld.append(Held(position, Withheld.UNREADABLE))
+            continue
+        if ids not in decided:
+            decided[ids] = access.decide(ids)
+        scopes = decided[ids]
+        if isinstance(scopes, Withheld):
+            withheld.append(Held(position, scopes))
+            continue
+        try:
+            lane, evidence = _readable(item, position, metadata, scopes, source, keys)
+        except ItemError as error:
+            if access.raise_on_malformed:
+                raise
+            withheld.append(Held(position, Withheld.MALFORMED, error.problem))
+            continue
+        yield Found(position, lane, evidence)
 
 
-_validate_evidence = Evidence.__pydantic_validator__.validate_python
+def _scope_ids(value: object) -> frozenset[str]:
+    return frozenset() if value is None else scope_ids(value)
 
 
-def _decided_as(named: object) -> object:
-    """What an item's scopes are remembered by within a call, or `None` not to: only a string
-    or a list or tuple of strings, whose equality is their ids' (a 1 would equal a True)."""
-    if type(named) is str:
-        return named
-    if isinstance(named, list | tuple) and all(type(each) is str for each in named):
-        return tuple(named)
-    return None
+def _unreadable(access: Access, position: int, problem: str) -> None:
+    """With `raise_on_malformed`, an item whose scopes cannot be read is the call's error: named
+    by its position alone and quoted in nothing, since whose it is cannot be told."""
+    if access.raise_on_malformed:
+        raise ItemError(
+            position,
+            f"{problem}, so whose item it is cannot be told and nothing of it is shown; write "
+            "scopes as scope_metadata does",
+            authorized=False,
+        )
+
+
+def _readable(
+    item: Item,
+    position: int,
+    metadata: Mapping[str, object],
+    scopes: tuple[Scope, ...],
+    source: Source[Item],
+    keys: MetadataKeys,
+) -> tuple[Lane, Evidence]:
+    """A readable item's lane and evidence, or an `ItemError` saying what is malformed."""
+    text = source.text_of(item, position)
+    if not isinstance(text, str):
+        raise ItemError(position, f"content must be text (str), got {type(text).__name__}")
+    lane = _lane(metadata.get(keys.lane, Lane.SOURCES), keys.lane, position)
+    uri = resource_uri(
+        _uuid(metadata.get(keys.artifact_id), keys.artifact_id, position),
+        _uuid(metadata.get(keys.artifact_content_id), keys.artifact_content_id, position),
+    )
+    citation = None if keys.citation is None else _citation(metadata, keys.citation)
+    try:
+        evidence = Evidence(
+            provenance=PROVENANCE_OF_LANE[lane],
+            text=text,
+            scopes=scopes,
+            resource_uri=uri,
+            citation=citation,
+        )
+    except ValidationError as error:  # only the text can be wrong: the rest is built valid
+        raise ItemError(position, f"content: {_problem(error)}") from None
+    return lane, evidence
 
 
 def _problem(error: ValidationError) -> str:
@@ -178,15 +226,6 @@ def _label(value: object) -> str:
 
 CITATION_LIMIT = 200
 """Characters of a citation value the block shows: enough for a file name, a URL, a title."""
-
-
-def _scope_ids(value: object, key: str, position: int) -> frozenset[str]:
-    if value is None:
-        return frozenset()
-    try:
-        return scope_ids(value)
-    except (TypeError, ValueError) as error:
-        raise ItemError(position, f"metadata {key!r}: {error}", authorized=False) from None
 
 
 _LANES = {lane.value: lane for lane in Lane}

@@ -6,6 +6,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+from aizk_integrations._paging import Fetched
 from aizk_integrations._reading import Withheld
 from aizk_integrations._run import Packing
 
@@ -23,9 +24,15 @@ def report(
     """
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("aizk evidence cut:\n%s", packing.table())
-    message = missing_message(packing, per_request, scopes_key)
-    if message:
-        logger.warning("%s", message)
+    for message in (
+        missing_message(packing, per_request, scopes_key),
+        unscoped_message(packing, scopes_key),
+        bad_records_message(packing, scopes_key),
+    ):
+        if message:
+            logger.warning("%s", message)
+    if packing.fetched is not None and packing.fetched.capped:
+        logger.warning("%s", max_fetch_message(packing.fetched, len(packing.kept)))
     disorder = out_of_order(packing.scores)
     if disorder is not None:
         logger.warning(
@@ -38,6 +45,18 @@ def report(
             disorder,
             packing.scores[disorder - 1],
         )
+
+
+def max_fetch_message(fetched: Fetched, kept: int) -> str:
+    """What a request that `max_fetch` cut short missed, and the fix: said whenever the pager
+    stopped at its limit while the walk (or the retriever's own `k`) still wanted more."""
+    return (
+        f"aizk: scoped retrieval stopped at max_fetch ({fetched.asked} documents asked of the "
+        f"store, {fetched.calls} store calls) with room left and {kept} kept: the store may "
+        "hold more of this reader's documents, ranked lower. Raise the retriever's max_fetch, "
+        "or narrow the store query to the reader (a store with a built-in filter, or your "
+        "own filter: StoreSearch in LangChain, scoped_query in LlamaIndex)"
+    )
 
 
 def out_of_order(scores: tuple[float | None, ...]) -> int | None:
@@ -62,7 +81,7 @@ def out_of_order(scores: tuple[float | None, ...]) -> int | None:
 
 def missing_message(packing: Packing[Any], per_request: str, scopes_key: str) -> str | None:
     """Why evidence is missing from a call, with what to do about it; `None` if nothing is."""
-    reasons = Counter(reason for _, reason in packing.withheld)
+    reasons = Counter(held.reason for held in packing.withheld)
     advice = []
     if reasons[Withheld.NO_READER]:
         advice.append(
@@ -85,18 +104,11 @@ def missing_message(packing: Packing[Any], per_request: str, scopes_key: str) ->
                 f"the first item the reader may see {need} the budget of "
                 f"{packing.budget}: raise the budget or shorten the evidence"
             )
-    elif not packing.kept:
-        if reasons[Withheld.UNSCOPED]:
-            advice.append(
-                f"{_items(reasons[Withheld.UNSCOPED], 'name')} no scope under the metadata key "
-                f"{scopes_key!r}: put their scope ids there as a list (scope_metadata writes "
-                "them; a store or a step such as filter_complex_metadata may have dropped it)"
-            )
-        if reasons[Withheld.NOT_PERMITTED]:
-            advice.append(
-                f"{_items(reasons[Withheld.NOT_PERMITTED], 'name')} a scope outside the "
-                "reader's directory"
-            )
+    elif not packing.kept and reasons[Withheld.NOT_PERMITTED]:
+        advice.append(
+            f"{_items(reasons[Withheld.NOT_PERMITTED], 'name')} a scope outside the "
+            "reader's directory"
+        )
     if not advice:
         return None
     read = len(packing.steps) + len(packing.withheld)
@@ -106,6 +118,63 @@ def missing_message(packing: Packing[Any], per_request: str, scopes_key: str) ->
     )
 
 
+def unscoped_message(packing: Packing[Any], scopes_key: str) -> str | None:
+    """What became of items that name no scope, when it may not be what the app meant: withheld
+    (public evidence names the public scope, and a step may have stripped their scopes), or
+    shown as public beside items that name scopes (`allow_unscoped`), which is what a private
+    item whose scopes a pipeline stripped looks like."""
+    withheld = sum(held.reason is Withheld.UNSCOPED for held in packing.withheld)
+    if withheld:
+        return (
+            f"aizk withheld {_items(withheld, 'name')} no scope under the metadata key "
+            f"{scopes_key!r}: an item is shown for its scopes, and public evidence names the "
+            "public scope (scope_metadata(PUBLIC)). If they had scopes, a store or a step such "
+            "as filter_complex_metadata dropped them: write them back as a list "
+            "(scope_metadata)"
+        )
+    shown = sum(not step.evidence.scopes for step in packing.kept)
+    scoped = any(held.reason is Withheld.NOT_PERMITTED for held in packing.withheld) or any(
+        step.evidence.scopes for step in packing.kept
+    )
+    if shown and scoped:
+        return (
+            f"aizk showed {_items(shown, 'name')} no scope beside items that name scopes "
+            "(allow_unscoped): if a step such as filter_complex_metadata stripped their scopes, "
+            "they may be someone's private items. Write public items with "
+            "scope_metadata(PUBLIC) and keep allow_unscoped for corpora that name no scopes"
+        )
+    return None
+
+
+def bad_records_message(packing: Packing[Any], scopes_key: str) -> str | None:
+    """The items withheld because they are malformed, each named with what is wrong (they are
+    the reader's own), and how many were withheld because their scopes cannot be read at all
+    (they may be anyone's, so nothing of them is said)."""
+    said = []
+    if packing.malformed:
+        said.append(
+            f"{_items(len(packing.malformed), 'is')} malformed: "
+            + "; ".join(packing.malformed)
+            + " (fix them at ingestion, or set raise_on_malformed=True to fail on them)"
+        )
+    packed = sum(held.reason is Withheld.PACKED for held in packing.withheld)
+    if packed:
+        said.append(
+            f"{_items(packed, 'is')} an evidence block already: the retrieval packs twice (a "
+            "packer inside the retriever, or before this one); keep one packer, last "
+            "(check_packer_last reads a LangChain retrieval for it)"
+        )
+    unreadable = sum(held.reason is Withheld.UNREADABLE for held in packing.withheld)
+    if unreadable:
+        said.append(
+            f"{_items(unreadable, 'hold')} scopes under {scopes_key!r} that cannot be read as "
+            "scope ids, withheld from every reader (write scopes with scope_metadata)"
+        )
+    return "aizk withheld what it could not show: " + "; ".join(said) if said else None
+
+
 def _items(count: int, verb: str) -> str:
     """`1 item names`, `4 items name`: a count of items and what they do, in agreement."""
+    if verb == "is":
+        return "1 item is" if count == 1 else f"{count} items are"
     return f"1 item {verb}s" if count == 1 else f"{count} items {verb}"

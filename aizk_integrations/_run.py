@@ -14,8 +14,9 @@ from typing import Any, Generic, TypeVar
 from aizk_integrations._errors import naming_items
 from aizk_integrations._evidence import Evidence
 from aizk_integrations._packing import Step, cut, cut_table
+from aizk_integrations._paging import Fetched
 from aizk_integrations._pricing import pricing_for
-from aizk_integrations._reading import Access, MetadataKeys, Source, Withheld, read
+from aizk_integrations._reading import Access, Held, MetadataKeys, Source, Withheld, read
 from aizk_integrations._result import RecallResult
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations._settings import PackingSettings
@@ -34,12 +35,16 @@ class Packing(Generic[Item]):
     """The walk's steps of the kept items, each with its position in `items`."""
     steps: tuple[Step, ...]
     """The items the walk read: the kept ones and the one that ended it."""
-    withheld: tuple[tuple[int, Withheld], ...]
-    """Position and reason of each item read that the reader may not see."""
+    withheld: tuple[Held, ...]
+    """Each item read that was left out before the walk: where it stood and why."""
+    malformed: tuple[str, ...]
+    """What is wrong with each malformed item the reader may read, the item named by its id."""
     tokens_used: int
     budget: int
     scores: tuple[float | None, ...]
     """The ranking score of each item the walk read, in order, where the framework gives one."""
+    fetched: Fetched | None = None
+    """What the store was asked for, when scoped retrieval fetched the items as they were read."""
 
     @property
     def total(self) -> int:
@@ -61,21 +66,29 @@ class Packing(Generic[Item]):
         return self.total - len(self.kept) - len(self.withheld)
 
     @property
-    def counts(self) -> dict[str, int]:
-        """The public counts: no lanes, scores or ids."""
+    def counts(self) -> dict[str, int | bool]:
+        """The public counts: no lanes, scores or ids. `unreadable` and `malformed` are among the
+        `withheld`; `max_fetch_reached` says scoped retrieval stopped paging with room left."""
+        reasons = [held.reason for held in self.withheld]
         return {
             "kept": len(self.kept),
             "cut_by_budget": self.cut_by_budget,
             "withheld": len(self.withheld),
+            "unreadable": reasons.count(Withheld.UNREADABLE),
+            "malformed": reasons.count(Withheld.MALFORMED),
             "tokens_used": self.tokens_used,
             "budget": self.budget,
+            "max_fetch_reached": self.fetched is not None and self.fetched.capped,
         }
 
     def table(self) -> str:
         """The cut table of the items read; items after the cut were never read."""
         unread = self.cut_by_budget - (len(self.steps) - len(self.kept))
         note = f"\n  ({unread} more after the cut, not read)" if unread > 0 else ""
-        withheld = [(position, reason.value) for position, reason in self.withheld]
+        withheld = [
+            (held.position, held.reason.value + (f": {held.problem}" if held.problem else ""))
+            for held in self.withheld
+        ]
         return cut_table(self.steps, self.budget, withheld) + note
 
 
@@ -87,12 +100,14 @@ def run(
     budget: int | None = None,
     reader: ScopeDirectory | None = None,
     counter: TokenCounter | None = None,
+    fetched: Fetched | None = None,
 ) -> Packing[Item]:
     """Read, authorize and pack `items` in the order given, up to one item past the cut.
 
     `items` is what a caller handed over (a sequence, see `expect_sequence`), or items fetched
     as they are read (scoped retrieval's pages), which are then fetched only as far as the walk
-    reads. A call's own `budget`, `reader` or `counter` replaces the settings'; a call can
+    reads (`fetched` then says what that cost). A call's own `budget`, `reader` or `counter`
+    replaces the settings'; a call can
     switch readers but cannot switch authorization off. A malformed item is an `EvidenceError`
     that names it as `source` does.
     """
@@ -100,6 +115,7 @@ def run(
         settings.directory if reader is None else reader,
         settings.allow_unscoped,
         settings.allow_scoped_without_reader,
+        settings.raise_on_malformed,
     )
     keys = MetadataKeys(
         settings.lane_key,
@@ -115,7 +131,7 @@ def run(
         handed: Sequence[Item] = items
     else:
         handed, items = _recorded(items)
-    withheld: list[tuple[int, Withheld]] = []
+    withheld: list[Held] = []
     with naming_items(lambda position, authorized: source.name(handed, position, authorized)):
         walked = cut(
             read(items, source, keys, access, withheld),
@@ -123,8 +139,21 @@ def run(
             pricing_for(settings.budget_covers, counter),
         )
     scores = tuple(_score(source.score_of(handed[step.position])) for step in walked.steps)
+    malformed = tuple(
+        f"{source.name(handed, held.position, True)}: {held.problem}"
+        for held in withheld
+        if held.reason is Withheld.MALFORMED
+    )
     return Packing(
-        handed, walked.kept, walked.steps, tuple(withheld), walked.tokens_used, budget, scores
+        handed,
+        walked.kept,
+        walked.steps,
+        tuple(withheld),
+        malformed,
+        walked.tokens_used,
+        budget,
+        scores,
+        fetched,
     )
 
 

@@ -1,13 +1,32 @@
-"""Scope ids: the one text every directory, item and store filter agrees a scope is called."""
+"""Scope ids: the one text every directory, item and store filter agrees a scope is called.
+
+An id reaches the library in many forms: a directory keyed by `UUID` or by a database's int, an
+item's metadata holding a bare string, a list, an int, a UUID in capitals. The packer compares
+ids as one canonical text (`scope_id`). A store's filter compares stored values, not ids, so
+scoped retrieval asks a store for every value it may hold for the reader's ids (`spellings`):
+whatever the packer would show a reader, the store's filter lets through. The forms accepted
+are exactly the forms a filter can be asked for, so the two can never disagree.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Set
+from collections.abc import Iterable, Set
+from dataclasses import dataclass
 from uuid import UUID
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._uuids import canonical_uuid, uuid_text
+from aizk_integrations._tokens import is_int
+from aizk_integrations._uuids import CANONICAL_UUID, canonical_uuid, uuid_text
+
+PUBLIC = "aizk:public"
+"""The scope id of evidence every reader may read. Public is a scope written at ingestion
+(`scope_metadata(PUBLIC)`), never the absence of one: a step that strips an item's scopes then
+makes it shown to nobody rather than to everybody. Every `ScopeDirectory.for_caller` reader
+holds it."""
+
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+"""Every character `str.splitlines` ends a line at: the line breaks the block treats as one."""
 
 
 def scope_ids(value: object) -> frozenset[str]:
@@ -17,7 +36,7 @@ def scope_ids(value: object) -> frozenset[str]:
     (ints) become their canonical text, so that a directory keyed by `UUID` or `int` and
     metadata holding strings agree.
     """
-    if isinstance(value, str | UUID | int) and not isinstance(value, bool):
+    if isinstance(value, str | UUID) or is_int(value):
         return frozenset((scope_id(value),))
     if isinstance(value, list | tuple | set | frozenset):
         return frozenset([scope_id(each) for each in value])
@@ -28,17 +47,20 @@ def scope_ids(value: object) -> frozenset[str]:
 
 
 def scope_id(value: object) -> str:
-    """One scope id as the text every directory and item agree on: a UUID, in any spelling, as
-    its canonical text; an int (a database id) as its decimal text; any other non-empty string
-    as it is, unless it looks like several ids encoded in one string.
+    """One scope id as the text every directory and item agree on: a UUID as its canonical
+    text; an int (a database id) as its decimal text; any other non-empty string as it is.
 
-    A store or a pipeline that cannot keep a list (`filter_complex_metadata`, flat metadata)
-    tempts people to write `"sam,org-team"`; read as one id, it would silently be a scope
-    nobody is in, so it is refused with the way out.
+    A UUID's text is read in the spellings code writes it in (`str(uuid)`, `uuid.hex`,
+    `uuid.urn`, in braces, each in small letters or in capitals); the many others `uuid.UUID`
+    also parses (mixed case, hyphens anywhere) are refused, because no store filter can be
+    asked for every one of them: an item spelled so would be shown by the packer but never
+    found by the store. A store or a pipeline that cannot keep a list tempts people to write
+    `"sam,org-team"`; read as one id, it would silently be a scope nobody is in, so it is
+    refused with the way out, as is any line break.
     """
     if isinstance(value, UUID):
         return canonical_uuid(value)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_int(value):
         return str(value)
     if not isinstance(value, str) or not value:
         raise TypeError(
@@ -46,7 +68,19 @@ def scope_id(value: object) -> str:
         )
     canonical = uuid_text(value)
     if canonical is not None:
+        if value not in uuid_spellings(canonical):
+            raise ValueError(
+                f"scope id {quoted(value)} is a UUID in a spelling store filters cannot be "
+                "asked for; write it as str(uuid) (or uuid.hex, uuid.urn, in braces, all in "
+                "small letters or all in capitals)"
+            )
         return canonical
+    line_break = next((char for char in value if char in LINE_BREAKS), None)
+    if line_break is not None:
+        raise ValueError(
+            f"scope id {quoted(value)} holds a line break (U+{ord(line_break):04X}); an id is "
+            "one line: store several ids as a list (aizk_integrations.scope_metadata)"
+        )
     if _ENCODED_LIST(value):
         raise ValueError(
             f"scope id {quoted(value)} looks like several ids encoded in one string; store the "
@@ -56,8 +90,60 @@ def scope_id(value: object) -> str:
     return value
 
 
-_ENCODED_LIST = re.compile(r"[,;|\n]|^\s*[\[({]").search
+_ENCODED_LIST = re.compile(r"[,;|]|^\s*[\[({]").search
 """What a list written into one string looks like: separators, or an opening bracket."""
+
+_CANONICAL_UUID = re.compile(CANONICAL_UUID).fullmatch
+
+
+def uuid_spellings(canonical: str) -> tuple[str, ...]:
+    """The texts a UUID's id is accepted in, from its canonical text: hyphenated (`str`), bare
+    hex (`.hex`), as a URN (`.urn`) and in braces (the registry form), each in small letters
+    and in capitals."""
+    spellings = []
+    for case in (canonical, canonical.upper()):
+        spellings += [case, case.replace("-", ""), f"urn:uuid:{case}", f"{{{case}}}"]
+    return tuple(spellings)
+
+
+_STORED_INT = re.compile(r"0|-?[1-9][0-9]{0,18}").fullmatch
+_INT64 = range(-(2**63), 2**63)
+
+
+def stored_int(scope_id: str) -> int | None:
+    """The int a store may hold for a scope id that is a database id (`7` for `"7"`), or `None`
+    when no stored int reads as it: only an int's own decimal text does, within the 64 bits
+    stores keep."""
+    if not _STORED_INT(scope_id):
+        return None
+    number = int(scope_id)
+    return number if number in _INT64 else None
+
+
+@dataclass(frozen=True)
+class Spellings:
+    """Every value a store may hold for a set of scope ids, texts and numbers apart: a store's
+    filter matches stored values by type (`7` is not `"7"` to Chroma or Qdrant), and most cannot
+    compare a text with a number in one condition."""
+
+    texts: tuple[str, ...]
+    numbers: tuple[int, ...]
+
+    def __len__(self) -> int:
+        """How many values a filter names: what a store's query plan is sized by."""
+        return len(self.texts) + len(self.numbers)
+
+
+def spellings(ids: Iterable[str]) -> Spellings:
+    """The values a store may hold for any of `ids` (canonical scope ids), sorted, each once."""
+    texts: set[str] = set()
+    numbers: set[int] = set()
+    for each in ids:
+        texts.update(uuid_spellings(each) if _CANONICAL_UUID(each) else (each,))
+        number = stored_int(each)
+        if number is not None:
+            numbers.add(number)
+    return Spellings(tuple(sorted(texts)), tuple(sorted(numbers)))
 
 
 def scope_metadata(scopes: object, *, key: str = "scopes") -> dict[str, list[str]]:

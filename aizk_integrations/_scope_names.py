@@ -12,6 +12,9 @@ from aizk_integrations._errors import quoted
 PRIVATE = "private"
 """The name a reader's own scope always renders as, whatever its id."""
 
+PUBLIC_NAME = "public"
+"""The name the public scope renders as: evidence every reader may read."""
+
 INTERSECTION = " ∩ "
 """How an item's scope names are joined: it is readable only by their intersection."""
 

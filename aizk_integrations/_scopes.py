@@ -9,8 +9,8 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._scope_ids import scope_id, scopes_within
-from aizk_integrations._scope_names import PRIVATE, check_scope_name
+from aizk_integrations._scope_ids import PUBLIC, scope_id, scopes_within
+from aizk_integrations._scope_names import PRIVATE, PUBLIC_NAME, check_scope_name
 from aizk_integrations._text import check_encodable
 
 
@@ -42,6 +42,10 @@ class Scope(BaseModel):
     @classmethod
     def _encodable(cls, description: str) -> str:
         return check_encodable(description)
+
+
+PUBLIC_SCOPE = Scope(name=PUBLIC_NAME, description="Every reader may read it.")
+"""The public scope as every reader's directory holds it."""
 
 
 def scope_order(scope: Scope) -> tuple[bool, str]:
@@ -114,10 +118,12 @@ class ScopeDirectory(BaseModel):
         caller_id: str | UUID | int,
         organizations: Mapping[str, Scope] | Mapping[UUID, Scope] | Mapping[int, Scope],
     ) -> ScopeDirectory:
-        """A reader's directory: their own id is `private`, plus one entry per organization.
+        """A reader's directory: their own id is `private`, plus one entry per organization,
+        plus the public scope (`PUBLIC`), which every reader may read.
 
         An organization may not be called `private` (it would pass for the reader's own memory
-        and be left out of the `## Scopes` header), nor share the caller's id.
+        and be left out of the `## Scopes` header) or `public`, nor share the caller's id or
+        the public scope's.
         """
         scopes = {scope_id(key): scope for key, scope in organizations.items()}
         caller = scope_id(caller_id)
@@ -126,13 +132,20 @@ class ScopeDirectory(BaseModel):
                 f"the caller's id {quoted(caller)} is also one of the organizations: the "
                 "caller's own scope is always `private`"
             )
+        if PUBLIC in (caller, *scopes):
+            raise ValueError(
+                f"{PUBLIC!r} is the public scope's id, which every reader's directory holds: "
+                "give the caller and each organization an id of their own"
+            )
         for key, scope in scopes.items():
-            if scope.name == PRIVATE:
+            if scope.name in (PRIVATE, PUBLIC_NAME):
                 raise ValueError(
                     f"organization {quoted(key)} is named {quoted(scope.name)}: that name is "
-                    "the reader's own scope; give the organization its own name"
+                    f"the {'reader' if scope.name == PRIVATE else 'public'}'s own scope; give "
+                    "the organization its own name"
                 )
         scopes[caller] = Scope(name=PRIVATE)
+        scopes[PUBLIC] = PUBLIC_SCOPE
         return cls(scopes=scopes)
 
     def may_read(self, scopes: object) -> bool:

@@ -56,6 +56,16 @@ class PackingSettings(BaseModel):
             "only where every caller may see everything, such as a single-user app."
         ),
     )
+    raise_on_malformed: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Raise EvidenceError on a malformed item the reader may read (an unknown lane, "
+            "text that is not text, an id that is not a UUID), for ingestion checks and tests. "
+            "Off by default: such an item is withheld, counted as malformed and named in a "
+            "WARNING, so one bad record never fails a request."
+        ),
+    )
     lane_key: str = Field(default="lane", min_length=1, description="Metadata key of the lane.")
     scopes_key: str = Field(
         default="scopes", min_length=1, description="Metadata key of the scope ids."

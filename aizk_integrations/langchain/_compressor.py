@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManager, CallbackManagerForChainRun, Callbacks
+from langchain_core.callbacks import CallbackManager, Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.load.serializable import (
@@ -19,10 +19,14 @@ from langchain_core.runnables import (
     ConfigurableFieldSpec,
     RunnableConfig,
     RunnableSerializable,
+    ensure_config,
+    patch_config,
 )
+from langchain_core.runnables.config import get_callback_manager_for_config
 from pydantic import ConfigDict, Field
 
 from aizk_integrations._counters import counter_from_langchain
+from aizk_integrations._paging import Fetched
 from aizk_integrations._report import report
 from aizk_integrations._run import Packing, expect_sequence, run
 from aizk_integrations._settings import PackingSettings
@@ -196,7 +200,28 @@ class AizkEvidenceBlock(RunnableSerializable[Sequence[Document], str]):
     def invoke(
         self, input: Sequence[Document], config: RunnableConfig | None = None, **kwargs: Any
     ) -> str:
-        return self._call_with_config(self._block, input, config)
+        """The block of `input` for the request `config` names, as a run of its own.
+
+        The run records how many documents it was handed, never the documents: on a path that
+        did not scope retrieval they hold other readers' items, which the packer withholds and
+        a trace must not copy. Its output is the block, the reader's own evidence.
+        """
+        expect_sequence(input, DOCUMENTS.expected)
+        config = ensure_config(config)
+        run = get_callback_manager_for_config(config).on_chain_start(
+            None,
+            {"documents": len(input)},
+            name=config.get("run_name") or self.get_name(),
+            run_id=config.pop("run_id", None),
+        )
+        try:
+            child = patch_config(config, callbacks=run.get_child())
+            block = pack_documents(self.compressor, input, child).result.to_markdown()
+        except BaseException as error:
+            run.on_chain_error(error)
+            raise
+        run.on_chain_end(block)
+        return block
 
     async def ainvoke(
         self, input: Sequence[Document], config: RunnableConfig | None = None, **kwargs: Any
@@ -204,22 +229,13 @@ class AizkEvidenceBlock(RunnableSerializable[Sequence[Document], str]):
         # Packing never waits on I/O, so the sync path runs in place.
         return self.invoke(input, config)
 
-    def _block(
-        self,
-        documents: Sequence[Document],
-        run_manager: CallbackManagerForChainRun,  # LangChain's calling convention; unused
-        config: RunnableConfig,
-    ) -> str:
-        # `config` is this run's child config: the packer's own run nests under the step's.
-        expect_sequence(documents, DOCUMENTS.expected)
-        return pack_documents(self.compressor, documents, config).result.to_markdown()
-
 
 def pack_documents(
     compressor: AizkEvidenceCompressor,
     documents: Iterable[Document],
     config: RunnableConfig,
     callbacks: Callbacks | None = None,
+    fetched: Fetched | None = None,
 ) -> Packing[Document]:
     """Pack `documents` for the request `config` names, as a traced run of its own when traced.
 
@@ -232,13 +248,13 @@ def pack_documents(
     handlers = callbacks if callbacks is not None else config.get("callbacks")
     manager = CallbackManager.configure(inheritable_callbacks=handlers)
     if not manager.handlers:
-        return _packed(compressor, documents, config)
+        return _packed(compressor, documents, config, fetched)
     count = len(documents) if isinstance(documents, Sequence) else None
     traced = manager.on_chain_start(
         None, {"documents": count}, name=type(compressor).__name__, run_type="parser"
     )
     try:
-        packing = _packed(compressor, documents, config)
+        packing = _packed(compressor, documents, config, fetched)
     except BaseException as error:
         traced.on_chain_error(error)
         raise
@@ -258,9 +274,23 @@ def returned(compressor: AizkEvidenceCompressor, packing: Packing[Document]) -> 
 
 
 def _packed(
-    compressor: AizkEvidenceCompressor, documents: Iterable[Document], config: RunnableConfig
+    compressor: AizkEvidenceCompressor,
+    documents: Iterable[Document],
+    config: RunnableConfig,
+    fetched: Fetched | None,
 ) -> Packing[Document]:
-    budget, reader = request_settings(compressor, config)
-    packing = run(documents, DOCUMENTS, compressor, budget=budget, reader=reader)
+    packing = unreported_packing(compressor, documents, config, fetched)
     report(packing, logger, PER_REQUEST, compressor.scopes_key)
     return packing
+
+
+def unreported_packing(
+    compressor: AizkEvidenceCompressor,
+    documents: Iterable[Document],
+    config: RunnableConfig,
+    fetched: Fetched | None = None,
+) -> Packing[Document]:
+    """The packing alone, with no trace and no report: the walk an async store's pages are
+    fetched for (`_paging.fetched_pages`) before the one that reports."""
+    budget, reader = request_settings(compressor, config)
+    return run(documents, DOCUMENTS, compressor, budget=budget, reader=reader, fetched=fetched)

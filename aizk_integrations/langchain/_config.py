@@ -78,8 +78,20 @@ _request_config: ContextVar[RunnableConfig | None] = ContextVar("aizk_request_co
 
 @contextmanager
 def carrying(config: RunnableConfig | None) -> Iterator[None]:
-    """Make `config` the request config of what runs inside, for `current_config`."""
-    token = _request_config.set(ensure_config(config))
+    """Make `config` the request config of what runs inside, for `current_config`.
+
+    A retriever that runs others (`MultiQueryRetriever`, `MergerRetriever`,
+    `RePhraseQueryRetriever`) calls them with a config of callbacks alone, which names no
+    reader: a call inside a request keeps the settings of the request around it that its own
+    config does not set, so the reader reaches them. The request config is put back when the
+    call ends, so it never outlives its request.
+    """
+    config = ensure_config(config)
+    around = _request_config.get()
+    if around is not None:
+        configurable = {**(around.get("configurable") or {}), **config.get("configurable", {})}
+        config = patch_config(config, configurable=configurable)
+    token = _request_config.set(config)
     try:
         yield
     finally:
@@ -174,6 +186,18 @@ def request_reader(
             "request, never from what a client sends"
         )
     return directory
+
+
+def missing_reader_advice(config: RunnableConfig, reader_of_user: ReaderOfUser | None) -> str:
+    """How to give a request that names no reader one: the config key, or the mapping of the
+    user a server authenticated, when the request names one that nothing here maps."""
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    if reader_of_user is None and configurable.get(AUTH_USER_CONFIG_KEY) is not None:
+        return (
+            f"the request names an authenticated user ({AUTH_USER_CONFIG_KEY!r}) but nothing "
+            "maps it to a reader here: give this part the packer's reader_of_user too"
+        )
+    return PER_REQUEST
 
 
 def with_reader(config: RunnableConfig, reader: ScopeDirectory | None) -> RunnableConfig:

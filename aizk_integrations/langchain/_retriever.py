@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -15,11 +14,7 @@ from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig, patc
 from pydantic import Field, field_validator
 
 from aizk_integrations._scopes import ScopeDirectory
-from aizk_integrations.langchain._compressor import (
-    AizkEvidenceCompressor,
-    pack_documents,
-    returned,
-)
+from aizk_integrations.langchain._compressor import AizkEvidenceCompressor, returned
 from aizk_integrations.langchain._config import (
     CONFIG_SPECS,
     ConfigCarryingRetriever,
@@ -28,7 +23,7 @@ from aizk_integrations.langchain._config import (
     with_reader,
 )
 from aizk_integrations.langchain._pipeline import check_not_packed
-from aizk_integrations.langchain._scoped import AizkScopedRetriever, retrieved
+from aizk_integrations.langchain._scoped import apacked_retrieval, packed_retrieval
 
 
 class AizkEvidenceRetriever(ConfigCarryingRetriever):
@@ -68,18 +63,18 @@ class AizkEvidenceRetriever(ConfigCarryingRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         config, reader = self._request(run_manager)
-        documents = retrieved(self.base_retriever, query, config, reader, **kwargs)
-        return returned(self.compressor, pack_documents(self.compressor, documents, config))
+        packer = self.compressor
+        packing = packed_retrieval(packer, self.base_retriever, query, config, reader, **kwargs)
+        return returned(packer, packing)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         config, reader = self._request(run_manager)
-        if isinstance(self.base_retriever, AizkScopedRetriever):
-            documents: Iterable[Document] = retrieved(self.base_retriever, query, config, reader)
-        else:
-            documents = await self.base_retriever.ainvoke(query, config, **kwargs)
-        return returned(self.compressor, pack_documents(self.compressor, documents, config))
+        packer = self.compressor
+        base = self.base_retriever
+        packing = await apacked_retrieval(packer, base, query, config, reader, **kwargs)
+        return returned(packer, packing)
 
     def _request(
         self, run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun

@@ -5,32 +5,47 @@ is filled with other readers' notes, which the packer then withholds) and sends 
 text through every event, trace and route that carries a retriever's output. Scoped retrieval
 narrows the store's own query to the reader (`_stores`), checks every document exactly again,
 and pages: when the packer drives it (`AizkEvidenceRetriever`, `AizkMemoryMiddleware`), the
-store is asked for more only while the packer's walk still has room.
+first page is sized to the budget and the store is asked for more only while the packer's walk
+still has room.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
-from aizk_integrations._paging import Fetched, readable_pages
+from aizk_integrations._paging import Fetched, PageSize, Search, fetched_pages, readable_pages
+from aizk_integrations._report import max_fetch_message
+from aizk_integrations._run import Packing
 from aizk_integrations._scopes import ScopeDirectory
-from aizk_integrations.langchain._config import (
-    DIRECTORY_CONFIG_KEY,
-    ConfigCarryingRetriever,
-    current_config,
-    request_reader,
+from aizk_integrations.langchain._compressor import (
+    AizkEvidenceCompressor,
+    pack_documents,
+    unreported_packing,
 )
-from aizk_integrations.langchain._stores import StoreSearch, store_search
+from aizk_integrations.langchain._config import (
+    ConfigCarryingRetriever,
+    ReaderOfUser,
+    carrying,
+    current_config,
+    missing_reader_advice,
+    request_reader,
+    request_settings,
+)
+from aizk_integrations.langchain._stores import Searcher, StoreSearch, searcher
 
 logger = logging.getLogger("aizk_integrations.langchain")
 
@@ -39,10 +54,11 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
     """A vector store's retriever that returns only documents the request's reader may read.
 
     The reader is the one the request names (`config={"configurable": {"aizk_directory":
-    reader}}`), the same key the packer reads, so one reader reaches both the store query and
-    the packer. With no reader it fails closed: nothing is retrieved. On its own it returns the
-    reader's best `k` documents; inside `AizkEvidenceRetriever` or `AizkMemoryMiddleware` it
-    returns as many as the budget takes, fetched page by page.
+    reader}}`, or the authenticated user mapped by `reader_of_user`), read as the packer reads
+    it, so one reader reaches both the store query and the packer. With no reader it fails
+    closed: nothing is retrieved. On its own it returns the reader's best `k` documents; inside
+    `AizkEvidenceRetriever` or `AizkMemoryMiddleware` it returns as many as the budget takes,
+    fetched page by page.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -53,8 +69,10 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
         default=1024,
         ge=1,
         description=(
-            "The most documents asked of the store per request; bounds how far an unfiltered "
-            "store is paged for a reader whose documents are rare in it."
+            "The most documents asked of the store in one request. A store that cannot filter "
+            "for the reader (FAISS, or a reader past what the store's filter carries) is paged "
+            "until the budget is full or this many were asked; stopping here with room left "
+            "logs a WARNING and sets max_fetch_reached in the counts."
         ),
     )
     scopes_key: str = Field(
@@ -68,39 +86,108 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
             "built-in way for InMemoryVectorStore, Chroma and Qdrant, else unfiltered paging."
         ),
     )
+    reader_of_user: ReaderOfUser | None = Field(
+        default=None,
+        exclude=True,
+        description=(
+            "As the compressor's: maps the user a server authenticated (LangGraph Platform's "
+            "'langgraph_auth_user') to their reader, and is then the only source of it. Give "
+            "it the packer's own function when the two are chained with `|`."
+        ),
+    )
+    _page_size: PageSize = PrivateAttr(default_factory=PageSize)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         """The reader's best `k` documents (this call's `k`, else the retriever's)."""
-        reader = request_reader(current_config())
-        return list(islice(readable_documents(self, query, reader), self.k if k is None else k))
+        request = self.request_for(query, request_reader(current_config(), self.reader_of_user))
+        return [] if request is None else request.best(request.search, self.k if k is None else k)
 
-
-def readable_documents(
-    retriever: AizkScopedRetriever,
-    query: str,
-    reader: ScopeDirectory | None,
-    fetched: Fetched | None = None,
-) -> Iterator[Document]:
-    """The reader's documents for `query`, best first, fetched from the store as they are read."""
-    if reader is None:
-        logger.warning(
-            "aizk: scoped retrieval has no reader for this request, so it retrieves nothing; "
-            "pass the reader as config={'configurable': {%r: directory}}",
-            DIRECTORY_CONFIG_KEY,
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        request = self.request_for(query, request_reader(current_config(), self.reader_of_user))
+        if request is None:
+            return []
+        top = self.k if k is None else k
+        pages = await fetched_pages(
+            lambda search: list(islice(request.readable(search, top, Fetched()), top)),
+            request.asearch,
         )
-        return iter(())
-    search = retriever.search or store_search(retriever.vectorstore, retriever.scopes_key)
-    scope_ids = frozenset(reader.scopes.keys())
-    return readable_pages(
-        lambda top: search(query, top, scope_ids),
-        lambda document: reader.may_read(document.metadata.get(retriever.scopes_key)),
-        _identity,
-        first=retriever.k,
-        most=retriever.max_fetch,
-        fetched=fetched,
-    )
+        return request.best(pages, top)
+
+    def request_for(self, query: str, reader: ScopeDirectory | None) -> StoreRequest | None:
+        """One request's store query for `reader`, or `None` when the store is not to be asked:
+        no reader (said in a warning: it fails closed), or a reader of no scopes."""
+        if reader is None:
+            logger.warning(
+                "aizk: scoped retrieval has no reader for this request, so it retrieves "
+                "nothing; %s",
+                missing_reader_advice(current_config(), self.reader_of_user),
+            )
+            return None
+        if not reader.scopes:
+            return None
+        searcher_ = searcher(self.vectorstore, self.scopes_key, self.search)
+        return StoreRequest(self, searcher_, query, reader, frozenset(reader.scopes.keys()))
+
+
+@dataclass(frozen=True)
+class StoreRequest:
+    """One request's query of a scoped retriever's store, for one reader."""
+
+    retriever: AizkScopedRetriever
+    searcher: Searcher
+    query: str
+    reader: ScopeDirectory
+    ids: frozenset[str]
+
+    def search(self, size: int) -> list[Document]:
+        return self.searcher.search(self.query, size, self.ids)
+
+    async def asearch(self, size: int) -> list[Document]:
+        return await self.searcher.asearch(self.query, size, self.ids)
+
+    def readable(
+        self, search: Search[Document], first: int, fetched: Fetched
+    ) -> Iterator[Document]:
+        """The reader's documents, best first, fetched from the store as they are read."""
+        key = self.retriever.scopes_key
+        return readable_pages(
+            search,
+            lambda document: self.reader.may_read(document.metadata.get(key)),
+            _identity,
+            first=first,
+            most=self.retriever.max_fetch,
+            fetched=fetched,
+        )
+
+    def best(self, search: Search[Document], top: int) -> list[Document]:
+        """The reader's best `top` documents, and a warning if `max_fetch` cut them short."""
+        fetched = Fetched()
+        found = list(islice(self.readable(search, top, fetched), top))
+        if fetched.capped:
+            logger.warning("%s", max_fetch_message(fetched, len(found)))
+        return found
+
+    def for_packer(
+        self,
+        compressor: AizkEvidenceCompressor,
+        config: RunnableConfig,
+        search: Search[Document],
+        fetched: Fetched,
+    ) -> Iterator[Document]:
+        """The reader's documents for a walk to this request's budget: the first page sized
+        to what the budget is likely to take."""
+        budget, _ = request_settings(compressor, config)
+        page_size = self.retriever._page_size
+        first = page_size.first(compressor.budget if budget is None else budget, self.retriever.k)
+        return self.readable(search, first, fetched)
 
 
 def _identity(document: Document) -> Hashable:
@@ -108,17 +195,64 @@ def _identity(document: Document) -> Hashable:
     return document.id or (document.page_content, repr(sorted(document.metadata.items())))
 
 
-def retrieved(
+def packed_retrieval(
+    compressor: AizkEvidenceCompressor,
     retriever: RetrieverLike,
     query: str,
     config: RunnableConfig,
     reader: ScopeDirectory | None,
     **kwargs: Any,
-) -> Iterable[Document]:
-    """What `retriever` gives this request, for a packer to read: a scoped retriever's pages,
-    fetched only as far as the packer reads (and silently: no retriever run of its own, so the
-    packer decides how many, whatever `kwargs` ask), or any other retriever's documents, with
-    `config` naming `reader`."""
+) -> Packing[Document]:
+    """What `retriever` gives this request, packed: a scoped retriever's pages, fetched only as
+    far as the packer reads (and silently: no retriever run of its own, so the packer decides
+    how many, whatever `kwargs` ask), or any other retriever's documents. `config` names
+    `reader`, and is the request config of everything the retriever runs, so a scoped
+    retriever inside another (`MultiQueryRetriever`, `MergerRetriever`...) reads it too."""
     if isinstance(retriever, AizkScopedRetriever):
-        return readable_documents(retriever, query, reader)
-    return retriever.invoke(query, config, **kwargs)
+        request = retriever.request_for(query, reader)
+        return _packed_pages(compressor, request, config, request.search if request else None)
+    with carrying(config):
+        documents = retriever.invoke(query, config, **kwargs)
+    return pack_documents(compressor, documents, config)
+
+
+async def apacked_retrieval(
+    compressor: AizkEvidenceCompressor,
+    retriever: RetrieverLike,
+    query: str,
+    config: RunnableConfig,
+    reader: ScopeDirectory | None,
+    **kwargs: Any,
+) -> Packing[Document]:
+    """`packed_retrieval`, asking the store through its async API."""
+    if isinstance(retriever, AizkScopedRetriever):
+        request = retriever.request_for(query, reader)
+        if request is None:
+            return _packed_pages(compressor, None, config, None)
+        pages = await fetched_pages(
+            lambda search: unreported_packing(
+                compressor, request.for_packer(compressor, config, search, Fetched()), config
+            ),
+            request.asearch,
+        )
+        return _packed_pages(compressor, request, config, pages)
+    with carrying(config):
+        documents = await retriever.ainvoke(query, config, **kwargs)
+    return pack_documents(compressor, documents, config)
+
+
+def _packed_pages(
+    compressor: AizkEvidenceCompressor,
+    request: StoreRequest | None,
+    config: RunnableConfig,
+    search: Search[Document] | None,
+) -> Packing[Document]:
+    """A scoped request's pages packed and reported, what they cost learnt for the next
+    request's first page."""
+    if request is None or search is None:
+        return pack_documents(compressor, [], config)
+    fetched = Fetched()
+    documents = request.for_packer(compressor, config, search, fetched)
+    packing = pack_documents(compressor, documents, config, fetched=fetched)
+    request.retriever._page_size.learn(packing.tokens_used, len(packing.kept))
+    return packing

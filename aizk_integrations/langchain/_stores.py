@@ -4,21 +4,26 @@ A store is asked for its best `top` documents among those its own filter lets th
 reader: exactly where the filter can say "every scope of the document is one of the reader's"
 (an `InMemoryVectorStore` callable, Qdrant's `MatchAny` with `must_not` `MatchExcept`), or with
 the strongest condition it can say that every readable document meets (Chroma: at least one of
-the reader's scopes). Whatever comes back is checked exactly again before it is returned. A
-store with no usable filter (FAISS filters only after its fetch) is searched unfiltered and
-paged. The store packages are never imported here: a store of theirs is only recognised once
-the app has imported its package.
+the reader's values). A filter names every value a store may hold for the reader's ids
+(`_scope_ids.spellings`), and past what a store's filter can carry the store is paged
+unfiltered instead (`_store_filters`). Whatever comes back is checked exactly again before it
+is returned. A store with no usable filter (FAISS filters only after its fetch) is searched
+unfiltered and paged. The store packages are never imported here: a store of theirs is only
+recognised once the app has imported its package.
 """
 
 from __future__ import annotations
 
 import sys
+from abc import ABC, abstractmethod
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.documents import Document
+from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from aizk_integrations._scope_ids import scopes_within
+from aizk_integrations._store_filters import chroma_where, qdrant_filter
 
 
 @runtime_checkable
@@ -36,8 +41,18 @@ class StoreSearch(Protocol):
     def __call__(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]: ...
 
 
-def store_search(vectorstore: VectorStore, scopes_key: str) -> StoreSearch:
-    """The built-in way to search `vectorstore` for one reader, or an unfiltered search."""
+class Searcher(Protocol):
+    """A store asked for one reader's documents, sync or async: what scoped retrieval pages."""
+
+    def search(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]: ...
+
+    async def asearch(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]: ...
+
+
+def searcher(vectorstore: VectorStore, scopes_key: str, custom: StoreSearch | None) -> Searcher:
+    """The app's own `StoreSearch`, else the built-in way for the store, else unfiltered."""
+    if custom is not None:
+        return _Custom(custom)
     if isinstance(vectorstore, InMemoryVectorStore):
         return _InMemory(vectorstore, scopes_key)
     if _is(vectorstore, "langchain_chroma", "Chroma"):
@@ -53,56 +68,60 @@ def _is(vectorstore: VectorStore, module: str, name: str) -> bool:
     return isinstance(kind, type) and isinstance(vectorstore, kind)
 
 
-class _InMemory:
-    """Exact: LangChain's in-memory store applies a callable to every document before ranking."""
+class _Filtered(ABC):
+    """A store asked with a filter of its own language: `filter_for` the reader's ids, or
+    `None` for no filter (the store is then paged unfiltered)."""
 
-    def __init__(self, store: InMemoryVectorStore, key: str) -> None:
+    def __init__(self, store: VectorStore, key: str) -> None:
         self._store, self._key = store, key
 
-    def __call__(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
+    @abstractmethod
+    def filter_for(self, scope_ids: frozenset[str]) -> Any | None: ...
+
+    def search(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
+        narrowing = self.filter_for(scope_ids)
+        if narrowing is None:
+            return self._store.similarity_search(query, k=top)
+        return self._store.similarity_search(query, k=top, filter=narrowing)
+
+    async def asearch(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
+        narrowing = self.filter_for(scope_ids)
+        if narrowing is None:
+            return await self._store.asimilarity_search(query, k=top)
+        return await self._store.asimilarity_search(query, k=top, filter=narrowing)
+
+
+class _InMemory(_Filtered):
+    """Exact, for any reader: LangChain's in-memory store applies a callable to every document
+    before ranking, and the callable is the packer's own rule."""
+
+    def filter_for(self, scope_ids: frozenset[str]) -> Any:
         def readable(document: Document) -> bool:
             return scopes_within(document.metadata.get(self._key), scope_ids)
 
-        return self._store.similarity_search(query, k=top, filter=readable)
+        return readable
 
 
-class _Chroma:
-    """Necessary: Chroma's `where` can say a list holds one of the reader's scopes, not that it
-    holds only theirs, so a document shared with someone else's scope still comes back."""
+class _Chroma(_Filtered):
+    """Necessary: at least one of the document's values is the reader's (`chroma_where`);
+    paged past `CHROMA_MOST_VALUES`."""
 
-    def __init__(self, store: Any, key: str) -> None:
-        self._store, self._key = store, key
-
-    def __call__(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
-        clauses = [{self._key: {"$contains": each}} for each in sorted(scope_ids)]
-        where = clauses[0] if len(clauses) == 1 else {"$or": clauses}
-        documents: list[Document] = self._store.similarity_search(query, k=top, filter=where)
-        return documents
+    def filter_for(self, scope_ids: frozenset[str]) -> Any | None:
+        return chroma_where(self._key, scope_ids)
 
 
-class _Qdrant:
-    """Exact: at least one of the document's scopes is the reader's (`MatchAny`), and none is
-    not (`must_not` `MatchExcept`: on a list, "some value outside these")."""
+class _Qdrant(_Filtered):
+    """Exact for scopes held as texts, necessary for numbers (`qdrant_filter`); paged past
+    `QDRANT_MOST_VALUES`."""
 
     def __init__(self, store: Any, key: str) -> None:
-        self._store = store
-        self._field = f"{store.metadata_payload_key}.{key}"
+        super().__init__(store, f"{store.metadata_payload_key}.{key}")
 
-    def __call__(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
-        from qdrant_client import models  # the store's own package, loaded by the app already
-
-        ids = sorted(scope_ids)
-        readable = models.Filter(
-            must=[models.FieldCondition(key=self._field, match=models.MatchAny(any=ids))],
-            must_not=[
-                models.FieldCondition(key=self._field, match=models.MatchExcept(**{"except": ids}))
-            ],
-        )
-        documents: list[Document] = self._store.similarity_search(query, k=top, filter=readable)
-        return documents
+    def filter_for(self, scope_ids: frozenset[str]) -> Any | None:
+        return qdrant_filter(self._key, scope_ids)
 
 
-class _Unfiltered:
+class _Unfiltered(_Filtered):
     """No filter at retrieval: the store's own ranking, paged and checked exactly after.
 
     FAISS takes a filter but applies it to the `fetch_k` it already fetched, which is paging by
@@ -111,7 +130,20 @@ class _Unfiltered:
     """
 
     def __init__(self, store: VectorStore) -> None:
-        self._store = store
+        super().__init__(store, "")
 
-    def __call__(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
-        return self._store.similarity_search(query, k=top)
+    def filter_for(self, scope_ids: frozenset[str]) -> None:
+        return None
+
+
+class _Custom:
+    """The app's own `StoreSearch`; its async calls run it on LangChain's executor."""
+
+    def __init__(self, search: StoreSearch) -> None:
+        self._search = search
+
+    def search(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
+        return self._search(query, top, scope_ids)
+
+    async def asearch(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
+        return await run_in_executor(None, self._search, query, top, scope_ids)

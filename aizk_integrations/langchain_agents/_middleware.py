@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import RunnableConfig, patch_config
 
 from aizk_integrations._counters import counter_from_langchain
 from aizk_integrations._scopes import ScopeDirectory
-from aizk_integrations.langchain._compressor import AizkEvidenceCompressor, pack_documents
+from aizk_integrations.langchain._compressor import AizkEvidenceCompressor
 from aizk_integrations.langchain._config import (
     DIRECTORY_CONFIG_KEY,
     ROOM_CONFIG_KEY,
@@ -23,7 +22,7 @@ from aizk_integrations.langchain._config import (
 )
 from aizk_integrations.langchain._pipeline import check_not_packed
 from aizk_integrations.langchain._room import room_left, window_of
-from aizk_integrations.langchain._scoped import AizkScopedRetriever, retrieved
+from aizk_integrations.langchain._scoped import apacked_retrieval, packed_retrieval
 
 MEMORY_MESSAGE_NAME: Final = "aizk_evidence"
 """The `name` of the user message that carries the block, so it can be told from the user's own."""
@@ -63,8 +62,9 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         latest, config, reader = self._latest_and_config(request)
         if latest is None:
             return handler(request)
-        documents = retrieved(self.retriever, latest.text, config, reader)
-        return handler(self._with_evidence(request, latest, documents, config))
+        packer, config = self._fitted(request, config)
+        packing = packed_retrieval(packer, self.retriever, latest.text, config, reader)
+        return handler(_with_block(request, latest, packing.result.to_markdown()))
 
     async def awrap_model_call(
         self,
@@ -74,11 +74,9 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         latest, config, reader = self._latest_and_config(request)
         if latest is None:
             return await handler(request)
-        if isinstance(self.retriever, AizkScopedRetriever):
-            documents: Iterable[Document] = retrieved(self.retriever, latest.text, config, reader)
-        else:
-            documents = await self.retriever.ainvoke(latest.text, config)
-        return await handler(self._with_evidence(request, latest, documents, config))
+        packer, config = self._fitted(request, config)
+        packing = await apacked_retrieval(packer, self.retriever, latest.text, config, reader)
+        return await handler(_with_block(request, latest, packing.result.to_markdown()))
 
     def _latest_and_config(
         self, request: ModelRequest[Any]
@@ -92,23 +90,6 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             or self.compressor.directory
         )
         return _latest_user_message(request.messages), with_reader(config, reader), reader
-
-    def _with_evidence(
-        self,
-        request: ModelRequest[Any],
-        latest: HumanMessage,
-        documents: Iterable[Document],
-        config: RunnableConfig,
-    ) -> ModelRequest[Any]:
-        """The request with the block as a user message right before the latest one."""
-        packer, config = self._fitted(request, config)
-        block = pack_documents(packer, documents, config).result.to_markdown()
-        if not block:
-            return request
-        messages = list(request.messages)
-        at = next(i for i in range(len(messages) - 1, -1, -1) if messages[i] is latest)
-        messages.insert(at, HumanMessage(content=block, name=MEMORY_MESSAGE_NAME))
-        return request.override(messages=messages)
 
     def _fitted(
         self, request: ModelRequest[Any], config: RunnableConfig
@@ -130,6 +111,16 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             update={"token_counter": counter_from_langchain(model), "budget_covers": "block"}
         )
         return packer, patch_config(config, configurable={**configurable, ROOM_CONFIG_KEY: room})
+
+
+def _with_block(request: ModelRequest[Any], latest: HumanMessage, block: str) -> ModelRequest[Any]:
+    """The request with the block as a user message right before the latest one."""
+    if not block:
+        return request
+    messages = list(request.messages)
+    at = next(i for i in range(len(messages) - 1, -1, -1) if messages[i] is latest)
+    messages.insert(at, HumanMessage(content=block, name=MEMORY_MESSAGE_NAME))
+    return request.override(messages=messages)
 
 
 def _latest_user_message(messages: list[AnyMessage]) -> HumanMessage | None:

@@ -18,10 +18,10 @@ from llama_index.core.schema import (
 
 from aizk_integrations._errors import ItemError, quoted
 from aizk_integrations._evidence import kept_item_metadata
-from aizk_integrations._reading import Source
+from aizk_integrations._reading import BLOCK_KEY, Source
 from aizk_integrations._run import Packing, cited_items
 
-RECALL_KEY: Final = "aizk_recall"
+RECALL_KEY: Final = BLOCK_KEY
 """Metadata key of the block node holding the public `RecallResult` JSON."""
 COUNTS_KEY: Final = "aizk_counts"
 """Metadata key of the block node holding kept, cut-by-budget, withheld, tokens, budget."""

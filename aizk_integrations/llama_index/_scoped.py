@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import islice
-from typing import TypeVar
 
 from llama_index.core import Settings, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -26,7 +25,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
-from aizk_integrations._paging import Fetched, readable_pages
+from aizk_integrations._paging import Fetched, PageSize, Search, fetched_pages, readable_pages
+from aizk_integrations._report import max_fetch_message
 from aizk_integrations._run import Packing, run
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations.llama_index._nodes import NODES
@@ -46,11 +46,8 @@ from aizk_integrations.llama_index._stores import (
 
 logger = logging.getLogger("aizk_integrations.llama_index")
 
-Search = Callable[[int], list[NodeWithScore]]
-"""The store's best `n` nodes for one call's query, as the pager asks for them."""
 ScopedQuery = Callable[[frozenset[str]], ScopeFilter]
 """What narrows a store query for a reader's scope ids: the protocol for any other store."""
-Walked = TypeVar("Walked")
 
 
 class AizkScopedRetriever(BaseRetriever):
@@ -115,6 +112,7 @@ class AizkScopedRetriever(BaseRetriever):
         self._bound: ScopeDirectory | None = None
         self._evidence = evidence
         self._scoped_query = scoped_query
+        self._page_size = PageSize()
         # The index's own model unless told otherwise, as `index.as_retriever()` does: the
         # query must be embedded like the stored nodes were, and LlamaIndex keeps the index's
         # model only in its private `_embed_model`.
@@ -137,16 +135,9 @@ class AizkScopedRetriever(BaseRetriever):
         reader = self._reader()
         if reader is None:
             return []
-        pages = self._pages(reader, query_bundle, self._embedding(query_bundle))
-        if self._evidence is None:
-            found = self._best(reader, pages.search)
-            pages.log()
-            return found
-        evidence = self._evidence
-        limits = call_limits(evidence, query_bundle)
-        packing = _packed(evidence, reader, self._readable(reader, pages.search), limits)
-        pages.log()
-        return packed_nodes(evidence, packing)
+        query = self._query(reader, query_bundle, self._embedding(query_bundle))
+        limits = None if self._evidence is None else call_limits(self._evidence, query_bundle)
+        return self._answer(reader, query.search, limits)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         reader = self._reader()
@@ -157,19 +148,49 @@ class AizkScopedRetriever(BaseRetriever):
             embedding = await self._embed_model.aget_agg_embedding_from_queries(
                 query_bundle.embedding_strs
             )
-        pages = self._pages(reader, query_bundle, embedding)
-        if self._evidence is None:
-            found = await _replayed(lambda search: self._best(reader, search), pages.asearch)
-            pages.log()
-            return found
-        evidence = self._evidence
-        limits = call_limits(evidence, query_bundle)
-        packing = await _replayed(
-            lambda search: _packed(evidence, reader, self._readable(reader, search), limits),
-            pages.asearch,
+        query = self._query(reader, query_bundle, embedding)
+        limits = None if self._evidence is None else call_limits(self._evidence, query_bundle)
+        pages = await fetched_pages(
+            lambda search: self._walk(reader, search, limits, Fetched()), query.asearch
         )
-        pages.log()
-        return packed_nodes(evidence, packing)
+        return self._answer(reader, pages, limits)
+
+    def _walk(
+        self,
+        reader: ScopeDirectory,
+        search: Search[NodeWithScore],
+        limits: CallLimits | None,
+        fetched: Fetched,
+    ) -> list[NodeWithScore] | Packing[NodeWithScore]:
+        """What one call reads: the reader's best `similarity_top_k`, or, with `evidence`, the
+        packing of as many as its walk reads, the first page sized to its budget."""
+        if self._evidence is None or limits is None:
+            top = self._top_k
+            return list(islice(self._readable(reader, search, top, fetched), top))
+        evidence = self._evidence
+        budget = evidence.budget if limits["budget"] is None else limits["budget"]
+        first = self._page_size.first(budget, self._top_k)
+        readable = self._readable(reader, search, first, fetched)
+        return run(readable, NODES, evidence, reader=reader, fetched=fetched, **limits)
+
+    def _answer(
+        self, reader: ScopeDirectory, search: Search[NodeWithScore], limits: CallLimits | None
+    ) -> list[NodeWithScore]:
+        """The call's answer, its report sent and what it cost logged."""
+        fetched = Fetched()
+        walked = self._walk(reader, search, limits, fetched)
+        logger.debug(
+            "aizk scoped retrieval: %d store calls, %d nodes fetched",
+            fetched.calls,
+            fetched.returned,
+        )
+        if isinstance(walked, list):
+            if fetched.capped:
+                logger.warning("%s", max_fetch_message(fetched, len(walked)))
+            return walked
+        assert self._evidence is not None
+        self._page_size.learn(walked.tokens_used, len(walked.kept))
+        return packed_nodes(self._evidence, walked)
 
     def _reader(self) -> ScopeDirectory | None:
         # The reader bound to this copy, else the one `reading_as` names, else `directory`:
@@ -189,7 +210,7 @@ class AizkScopedRetriever(BaseRetriever):
             return query_bundle.embedding
         return self._embed_model.get_agg_embedding_from_queries(query_bundle.embedding_strs)
 
-    def _pages(
+    def _query(
         self, reader: ScopeDirectory, query_bundle: QueryBundle, embedding: list[float]
     ) -> _StoreQuery:
         scope_ids = frozenset(reader.scopes.keys())
@@ -202,32 +223,26 @@ class AizkScopedRetriever(BaseRetriever):
             narrowing = self._scoped_query(scope_ids)
             if not isinstance(narrowing, ScopeFilter):
                 raise TypeError(
-                    "scoped_query must return a ScopeFilter (filters and/or store_kwargs), "
-                    f"not {type(narrowing).__name__}"
+                    "scoped_query must return a ScopeFilter (filters, store_kwargs and/or "
+                    f"node_ids), not {type(narrowing).__name__}"
                 )
         return _StoreQuery(self._index, narrowing, embedding, query_bundle.query_str)
 
-    def _readable(self, reader: ScopeDirectory, search: Search) -> Iterator[NodeWithScore]:
+    def _readable(
+        self,
+        reader: ScopeDirectory,
+        search: Search[NodeWithScore],
+        first: int,
+        fetched: Fetched,
+    ) -> Iterator[NodeWithScore]:
         return readable_pages(
             search,
             lambda scored: reader.may_read(scored.node.metadata.get(self._scopes_key)),
             lambda scored: scored.node.node_id,
-            first=self._top_k,
+            first=first,
             most=self._max_fetch,
+            fetched=fetched,
         )
-
-    def _best(self, reader: ScopeDirectory, search: Search) -> list[NodeWithScore]:
-        return list(islice(self._readable(reader, search), self._top_k))
-
-
-def _packed(
-    evidence: AizkEvidencePostprocessor,
-    reader: ScopeDirectory,
-    readable: Iterator[NodeWithScore],
-    limits: CallLimits,
-) -> Packing[NodeWithScore]:
-    """The postprocessor's own run over the readable nodes, read as far as its walk goes."""
-    return run(readable, NODES, evidence, reader=reader, **limits)
 
 
 @dataclass
@@ -239,7 +254,6 @@ class _StoreQuery:
     """None: nothing can match, and the store is not asked."""
     embedding: list[float]
     query_str: str
-    fetched: Fetched = field(default_factory=Fetched)
 
     def search(self, size: int) -> list[NodeWithScore]:
         if self.narrowing is None:
@@ -269,6 +283,7 @@ class _StoreQuery:
             similarity_top_k=size,
             query_str=self.query_str,
             filters=self.narrowing.filters,
+            node_ids=None if self.narrowing.node_ids is None else list(self.narrowing.node_ids),
         )
 
     def _node_ids(self, result: VectorStoreQueryResult) -> list[str]:
@@ -280,54 +295,9 @@ class _StoreQuery:
         self, result: VectorStoreQueryResult, nodes: Sequence[BaseNode]
     ) -> list[NodeWithScore]:
         scores: Sequence[float | None] = result.similarities or [None] * len(nodes)
-        self.fetched.calls += 1
-        self.fetched.returned += len(nodes)
         return [
             NodeWithScore(node=node, score=score) for node, score in zip(nodes, scores, strict=True)
         ]
-
-    def log(self) -> None:
-        """What the call cost the store, for tuning `similarity_top_k` and `max_fetch`."""
-        logger.debug(
-            "aizk scoped retrieval: %d store calls, %d nodes fetched",
-            self.fetched.calls,
-            self.fetched.returned,
-        )
-
-
-class _PageNotFetchedError(Exception):
-    """The walk asked for a page the async path has not fetched yet."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(size)
-        self.size = size
-
-
-async def _replayed(
-    walk: Callable[[Search], Walked], asearch: Callable[[int], Awaitable[list[NodeWithScore]]]
-) -> Walked:
-    """Run a synchronous walk over pages an async store returns, as far as the walk reads.
-
-    The walk (the pager, and the packer reading it) pulls pages while it reads and cannot
-    await, so it is run over the pages fetched so far; when it asks for one not fetched yet it
-    stops there, the page is awaited, and the walk runs again from the start over the same
-    pages. Pages double, so a walk that needs p pages runs p + 1 times over pages it has
-    already read; in exchange the async path is the sync walk itself, written once, asking
-    the store for exactly the pages the sync path would.
-    """
-    pages: dict[int, list[NodeWithScore]] = {}
-
-    def search(size: int) -> list[NodeWithScore]:
-        if size not in pages:
-            raise _PageNotFetchedError(size)
-        return pages[size]
-
-    while True:
-        try:
-            return walk(search)
-        except _PageNotFetchedError as needed:
-            size = needed.size
-        pages[size] = await asearch(size)  # outside the handler: its errors chain nothing
 
 
 def _check_count(name: str, value: object, least: int) -> None:

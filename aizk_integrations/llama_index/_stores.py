@@ -3,9 +3,9 @@
 A reader may read an item when every one of its scopes is theirs. A store that can say exactly
 that is asked exactly; one that can say only "some scope of the item is the reader's" (a
 necessary condition) is asked that, and scoped retrieval re-checks what comes back; one that
-takes no filter at all is paged. Which store is which was measured on each one's own filter
-code, not assumed from the operator names, which mean different things on a list in different
-stores.
+takes no filter at all, or a reader past what its filter can carry, is paged. Which store is
+which was measured on each one's own filter code, not assumed from the operator names, which
+mean different things on a list in different stores. One small class per store says how.
 
 The store packages are never imported here until a store of theirs is in hand: a user of one
 store installs no other.
@@ -15,19 +15,18 @@ from __future__ import annotations
 
 import logging
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from llama_index.core.vector_stores import (
-    FilterOperator,
-    MetadataFilter,
-    MetadataFilters,
-    SimpleVectorStore,
-)
+from llama_index.core.vector_stores import MetadataFilters, SimpleVectorStore
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from pydantic import BaseModel, ConfigDict, Field
+
+from aizk_integrations._scope_ids import scopes_within
+from aizk_integrations._store_filters import chroma_where, qdrant_filter
 
 _CHROMA = ("llama_index.vector_stores.chroma", "ChromaVectorStore")
 _QDRANT = ("llama_index.vector_stores.qdrant", "QdrantVectorStore")
@@ -38,10 +37,11 @@ class ScopeFilter(BaseModel):
 
     The answer a `scoped_query` gives, for a reader's scope ids, for a store the library does not
     know (pgvector, Pinecone, Weaviate, Elasticsearch...): LlamaIndex metadata `filters`, the
-    store's own query keyword arguments (`store_kwargs`), or both. Best is exactly "every scope
-    of the item is one of these"; any condition every readable item meets is safe, because what
-    the store returns is checked again exactly before it is returned, but a weaker one costs
-    pages. An empty `ScopeFilter()` pages through the whole store.
+    store's own query keyword arguments (`store_kwargs`), the ids of the only nodes the query
+    may return (`node_ids`), or any of them together. Best is exactly "every scope of the item
+    is one of these"; any condition every readable item meets is safe, because what the store
+    returns is checked again exactly before it is returned, but a weaker one costs pages. An
+    empty `ScopeFilter()` pages through the whole store.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -56,51 +56,86 @@ class ScopeFilter(BaseModel):
             "filters cannot carry to it (Chroma's `where`, Qdrant's `qdrant_filters`)."
         ),
     )
+    node_ids: tuple[str, ...] | None = Field(
+        default=None,
+        description="Set as the store query's `node_ids`: the only nodes it may return; None: any.",
+    )
+
+
+class _Plan(ABC):
+    """How one kind of store is asked for a reader's items: its docstring says how exactly."""
+
+    def __init__(self, vector_store: BasePydanticVectorStore, scopes_key: str) -> None:
+        self._store, self._key = vector_store, scopes_key
+
+    @abstractmethod
+    def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter: ...
 
 
 def built_in_filter(
     vector_store: BasePydanticVectorStore, scope_ids: frozenset[str], scopes_key: str
 ) -> ScopeFilter:
-    """The narrowest condition each supported store can express for a reader's scope ids.
-
-    - Qdrant, exactly: some scope of the item is the reader's (`MatchAny`) and none is outside
-      (`must_not` `MatchExcept`, which on a list means "some element is none of these").
-      Passed as Qdrant's own filter rather than as LlamaIndex's IN and NOT(NIN), which the
-      Qdrant store happens to translate into the same thing but which on a list mean something
-      else in other stores; the same filter serves a Qdrant server.
-    - `SimpleVectorStore`, necessarily: `FilterOperator.ANY`, some scope is the reader's. It
-      has no operator for "every scope of the item is in these", and takes no nested filters.
-    - Chroma, necessarily: `$contains` each of the reader's ids, joined with `$or`, as its
-      native `where`: LlamaIndex's Chroma store refuses `ANY`.
-    - FAISS, and any store not listed: no filter (FAISS refuses every filter), so paging.
-    """
-    ids = sorted(scope_ids)
+    """The narrowest condition the store can express for a reader's scope ids."""
+    plan: type[_Plan]
     if _is_a(vector_store, _QDRANT):
-        from qdrant_client.http import models
+        plan = _Qdrant
+    elif isinstance(vector_store, SimpleVectorStore):
+        plan = _Simple
+    elif _is_a(vector_store, _CHROMA):
+        plan = _Chroma
+    else:
+        plan = _Unfiltered
+    return plan(vector_store, scopes_key).filter_for(scope_ids)
 
+
+class _Qdrant(_Plan):
+    """Exact for scopes held as texts, necessary for numbers (`_store_filters.qdrant_filter`),
+    passed as Qdrant's own filter rather than as LlamaIndex's IN and NOT(NIN), which on a list
+    mean something else in other stores; the same filter serves a Qdrant server. Paged past
+    `QDRANT_MOST_VALUES`."""
+
+    def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter:
+        qdrant_filters = qdrant_filter(self._key, scope_ids)
+        if qdrant_filters is None:
+            return ScopeFilter()
+        return ScopeFilter(store_kwargs={"qdrant_filters": qdrant_filters})
+
+
+class _Simple(_Plan):
+    """Exact, for any reader: the store keeps each node's metadata beside its vector, so the
+    query is held to the nodes the packer's own rule lets through (`node_ids`). Its filters
+    cannot say it (`ANY` tests substrings of a bare string and fails on a number). A store
+    persisted without metadata is paged."""
+
+    def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter:
+        data = self._store.data  # type: ignore[attr-defined]  # SimpleVectorStore's own field
+        if data.embedding_dict and not data.metadata_dict:
+            return ScopeFilter()
         return ScopeFilter(
-            store_kwargs={
-                "qdrant_filters": models.Filter(
-                    must=[models.FieldCondition(key=scopes_key, match=models.MatchAny(any=ids))],
-                    must_not=[
-                        models.FieldCondition(
-                            key=scopes_key, match=models.MatchExcept(**{"except": ids})
-                        )
-                    ],
-                )
-            }
-        )
-    if isinstance(vector_store, SimpleVectorStore):
-        return ScopeFilter(
-            filters=MetadataFilters(
-                filters=[MetadataFilter(key=scopes_key, operator=FilterOperator.ANY, value=ids)]
+            node_ids=tuple(
+                node_id
+                for node_id, metadata in data.metadata_dict.items()
+                if scopes_within(metadata.get(self._key), scope_ids)
             )
         )
-    if _is_a(vector_store, _CHROMA):
-        clauses = [{scopes_key: {"$contains": each}} for each in ids]
-        where = clauses[0] if len(clauses) == 1 else {"$or": clauses}  # $or needs two or more
-        return ScopeFilter(store_kwargs={"where": where})
-    return ScopeFilter()
+
+
+class _Chroma(_Plan):
+    """Necessary: some value of the item is the reader's (`_store_filters.chroma_where`), as
+    Chroma's native `where`: LlamaIndex's Chroma store refuses `ANY`. Paged past
+    `CHROMA_MOST_VALUES`."""
+
+    def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter:
+        where = chroma_where(self._key, scope_ids)
+        return ScopeFilter() if where is None else ScopeFilter(store_kwargs={"where": where})
+
+
+class _Unfiltered(_Plan):
+    """No filter (FAISS refuses every filter, and any store not listed has none of ours): the
+    store's own ranking, paged and checked exactly."""
+
+    def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter:
+        return ScopeFilter()
 
 
 def check_store(vector_store: BasePydanticVectorStore) -> None:

@@ -250,7 +250,16 @@ def test_a_compressor_inside_contextual_compression_leaves_a_run_with_its_counts
     wrapped.invoke("sidecar", config={"callbacks": [recorder]})
     assert recorder.inputs == [{"documents": 2}]
     assert recorder.packer_counts() == [
-        {"kept": 1, "cut_by_budget": 0, "withheld": 1, "tokens_used": 9, "budget": 2048}
+        {
+            "kept": 1,
+            "cut_by_budget": 0,
+            "withheld": 1,
+            "unreadable": 0,
+            "malformed": 0,
+            "tokens_used": 9,
+            "budget": 2048,
+            "max_fetch_reached": False,
+        }
     ]
 
 
@@ -287,8 +296,11 @@ def test_a_bare_compressor_call_is_traced_when_langchain_traces_around_it() -> N
                 "kept": 1,
                 "cut_by_budget": 0,
                 "withheld": 1,
+                "unreadable": 0,
+                "malformed": 0,
                 "tokens_used": 9,
                 "budget": 2048,
+                "max_fetch_reached": False,
             }
         }
     ]
@@ -366,7 +378,7 @@ def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> N
         (
             {"directory": SAM},
             [("loader text", {}), ("splitter text", {})],
-            "put their scope ids there as a list (scope_metadata writes them;",
+            "If they had scopes, a store or a step such as filter_complex_metadata dropped them",
         ),
         ({"directory": SAM}, [("loader text", {})], "1 item names no scope under the metadata"),
         (

@@ -464,7 +464,7 @@ def test_the_check_passes_a_retrieval_whose_packer_is_last_or_absent(placed: str
     compressor: BaseDocumentCompressor = {
         "compressor": packer,
         "last in a pipeline": DocumentCompressorPipeline(
-            transformers=[LongContextReorder(), packer]
+            transformers=[a_filter_that_drops_the_block(), packer]
         ),
         "no packer": DocumentCompressorPipeline(transformers=[LongContextReorder()]),
     }[placed]

@@ -102,8 +102,11 @@ def test_the_public_json_and_counts_travel_with_the_block_and_nothing_internal(
         "kept": 3,
         "cut_by_budget": 0,
         "withheld": 2,
+        "unreadable": 0,
+        "malformed": 0,
         "tokens_used": 66,
         "budget": 100,
+        "max_fetch_reached": False,
     }
     shown = str(answer.metadata) + answer.block
     for internal in ("working_memory", "'facts'", "'lane'", "0.93", "doc-", "q3-plan.md"):
@@ -164,6 +167,7 @@ def test_custom_metadata_key_names_are_read_instead_of_the_defaults(adapter: Ada
         adapter.run(
             [("ok", {"acl": "sam"}), ("bad", {"kind": "x", "acl": "sam"})],
             directory=READER,
+            raise_on_malformed=True,
             **keys,
         )
 
@@ -307,8 +311,11 @@ def test_withheld_items_cost_nothing_and_are_counted(adapter: Adapter) -> None:
         "kept": 2,
         "cut_by_budget": 0,
         "withheld": 2,
+        "unreadable": 0,
+        "malformed": 0,
         "tokens_used": 22,
         "budget": 22,
+        "max_fetch_reached": False,
     }
 
 
@@ -405,8 +412,11 @@ def test_an_item_after_the_cut_is_dropped_even_when_it_would_fit(adapter: Adapte
         "kept": 1,
         "cut_by_budget": 2,
         "withheld": 0,
+        "unreadable": 0,
+        "malformed": 0,
         "tokens_used": 11,
         "budget": 20,
+        "max_fetch_reached": False,
     }
 
 
@@ -588,37 +598,97 @@ BAD_METADATA = [
     ({"artifact_id": "019820a1-..."}, r"metadata 'artifact_id' is '019820a1-...'; expected a UUID"),
     ({"artifact_content_id": 7}, r"metadata 'artifact_content_id' is 7; expected a UUID"),
 ]
-UNREADABLE_SCOPES = [
-    ({"scopes": {"org": True}}, r"metadata 'scopes': scopes must be a scope id \(str, UUID or"),
-    ({"scopes": 4.2}, r"metadata 'scopes': scopes must be a scope id \(str, UUID or int\) or a"),
-    ({"scopes": True}, r"metadata 'scopes': scopes must be a scope id \(str, UUID or int\) or a"),
-    ({"scopes": ["sam", ""]}, r"metadata 'scopes': each scope id must be a non-empty str, a"),
-    ({"scopes": ["sam", 3.5]}, r"metadata 'scopes': each scope id must be a non-empty str, a"),
-    ({"scopes": "sam,org-team"}, r"metadata 'scopes': scope id 'sam,org-team' looks like several"),
-    ({"scopes": ["sam;org"]}, r"metadata 'scopes': scope id 'sam;org' looks like several ids"),
-    ({"scopes": ["sam", ["org"]]}, r"metadata 'scopes': each scope id must be a non-empty str"),
-    (None, r"metadata must be a mapping \(dict\), got NoneType"),
-    ("lane=facts", r"metadata must be a mapping \(dict\), got str"),
-    (["lane"], r"metadata must be a mapping \(dict\), got list"),
+UNREADABLE_SCOPES: list[object] = [
+    {"scopes": {"org": True}},
+    {"scopes": 4.2},
+    {"scopes": True},
+    {"scopes": ["sam", ""]},
+    {"scopes": ["sam", 3.5]},
+    {"scopes": "sam,org-team"},
+    {"scopes": ["sam;org"]},
+    {"scopes": ["sam", ["org"]]},
+    {"scopes": "sam\u2028org"},
+    None,
+    "lane=facts",
+    ["lane"],
 ]
 
 
 @pytest.mark.parametrize(("metadata", "message"), BAD_METADATA)
-def test_malformed_metadata_names_the_item_and_the_field_and_says_what_is_allowed(
+def test_a_malformed_item_of_the_readers_is_withheld_counted_and_named_with_what_is_wrong(
+    adapter: Adapter, metadata: dict[str, object], message: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    readable = {**metadata, "scopes": ["sam"]}
+    with caplog.at_level(logging.WARNING, logger=adapter.logger):
+        answer = adapter.run([("fine", {"scopes": "sam"}), ("text", readable)], directory=READER)
+    assert answer.texts == [] or "fine" in answer.block
+    assert (answer.counts["kept"], answer.counts["withheld"], answer.counts["malformed"]) == (
+        1,
+        1,
+        1,
+    )
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert re.search(f"1 item is malformed: {adapter.item_label}: {message}", warning)
+    assert "fix them at ingestion, or set raise_on_malformed=True" in warning
+
+
+@pytest.mark.parametrize(("metadata", "message"), BAD_METADATA)
+def test_with_raise_on_malformed_a_malformed_item_fails_the_call_naming_it_and_the_field(
     adapter: Adapter, metadata: dict[str, object], message: str
 ) -> None:
     readable = {**metadata, "scopes": ["sam"]}
     with pytest.raises(EvidenceError, match=f"^{adapter.item_label}: {message}"):
-        adapter.run([("fine", {"scopes": "sam"}), ("text", readable)], directory=READER)
+        adapter.run(
+            [("fine", {"scopes": "sam"}), ("text", readable)],
+            directory=READER,
+            raise_on_malformed=True,
+        )
 
 
-@pytest.mark.parametrize(("metadata", "message"), UNREADABLE_SCOPES)
-def test_unreadable_scopes_fail_the_call_naming_the_item_by_position_alone(
-    adapter: Adapter, metadata: object, message: str
+@pytest.mark.parametrize("metadata", UNREADABLE_SCOPES)
+def test_an_item_whose_scopes_cannot_be_read_is_withheld_from_everyone_and_only_counted(
+    adapter: Adapter, metadata: object, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Whose item it is cannot be told, so nothing of it is quoted: not even its id.
-    with pytest.raises(EvidenceError, match=f"^{adapter.position_label}: {message}"):
-        adapter.run([("fine", {}), ("text", metadata)], directory=READER, allow_unscoped=True)
+    # Whose item it is cannot be told, so nothing of it is said: not its id, nor its value.
+    for directory in (READER, None):
+        with caplog.at_level(logging.WARNING, logger=adapter.logger):
+            answer = adapter.run(
+                [("fine", {}), ("text of it", metadata)],
+                directory=directory,
+                allow_unscoped=True,
+            )
+        assert answer.counts["unreadable"] == answer.counts["withheld"] == 1
+        assert "text of it" not in answer.block
+    said = caplog.text
+    assert "1 item holds scopes under 'scopes' that cannot be read as scope ids" in said
+    for quoted in ("sam", "org", "lane"):
+        assert quoted not in said
+
+
+@pytest.mark.parametrize("metadata", UNREADABLE_SCOPES)
+def test_with_raise_on_malformed_unreadable_scopes_fail_the_call_by_position_alone(
+    adapter: Adapter, metadata: object
+) -> None:
+    with pytest.raises(EvidenceError) as raised:
+        adapter.run(
+            [("fine", {}), ("text", metadata)],
+            directory=READER,
+            allow_unscoped=True,
+            raise_on_malformed=True,
+        )
+    problem = (
+        f"metadata must be a mapping (dict), got {type(metadata).__name__}"
+        if not isinstance(metadata, dict)
+        else "metadata 'scopes' cannot be read as scope ids"
+    )
+    assert re.fullmatch(
+        f"{adapter.position_label}: "
+        + re.escape(
+            f"{problem}, so whose item it is cannot be told and nothing of it is shown; write "
+            "scopes as scope_metadata does"
+        ),
+        str(raised.value),
+    )
 
 
 @pytest.mark.parametrize(("metadata", "message"), BAD_METADATA)
@@ -634,15 +704,16 @@ def test_another_readers_malformed_item_is_withheld_unread(
 @pytest.mark.parametrize("content", [b"\x89PNG", None, 42])
 def test_non_text_content_names_the_item(adapter: Adapter, content: object) -> None:
     kind = type(content).__name__
+    assert adapter.run([("fine", {}), (content, {})]).counts["malformed"] == 1
     with pytest.raises(
         EvidenceError, match=rf"^{adapter.item_label}: content must be text \(str\), got {kind}"
     ):
-        adapter.run([("fine", {}), (content, {})])
+        adapter.run([("fine", {}), (content, {})], raise_on_malformed=True)
 
 
 def test_an_error_quotes_at_most_a_short_prefix_of_a_huge_value(adapter: Adapter) -> None:
     with pytest.raises(EvidenceError) as raised:
-        adapter.run([("text", {"lane": "x" * 5_000_000})])
+        adapter.run([("text", {"lane": "x" * 5_000_000})], raise_on_malformed=True)
     message = str(raised.value)
     assert len(message) < 400
     assert "(5000000 characters)" in message
@@ -653,7 +724,7 @@ def test_a_long_value_that_is_not_text_is_quoted_as_a_prefix_and_an_ellipsis(
 ) -> None:
     lane = dict.fromkeys(range(40), "y" * 20)
     with pytest.raises(EvidenceError) as raised:
-        adapter.run([("text", {"lane": lane})])
+        adapter.run([("text", {"lane": lane})], raise_on_malformed=True)
     quoted = str(raised.value).split("metadata 'lane' is ", 1)[1].split("; allowed:", 1)[0]
     assert quoted == repr(lane)[:80] + "..."
 
@@ -756,7 +827,7 @@ def test_a_failed_call_leaves_every_input_as_it_was(adapter: Adapter) -> None:
     items = adapter.items(entries)
     before = copy.deepcopy(items)
     with pytest.raises(EvidenceError):
-        adapter.run_items(items, directory=READER)
+        adapter.run_items(items, directory=READER, raise_on_malformed=True)
     assert items == before
 
 
@@ -802,7 +873,10 @@ def test_nothing_is_logged_when_debug_is_off(
 ) -> None:
     caplog.set_level(logging.INFO, logger=adapter.logger)
     adapter.run(seed_entries(), directory=READER)
-    assert not [r for r in caplog.records if r.name == adapter.logger]
+    # The one record is the warning that the unscoped item was withheld beside the kept ones.
+    [record] = [r for r in caplog.records if r.name == adapter.logger]
+    assert record.levelno == logging.WARNING
+    assert record.getMessage().startswith("aizk withheld 1 item names no scope")
 
 
 # Whole-block budgets

@@ -208,8 +208,11 @@ def test_the_block_node_metadata_is_the_public_recall_json_and_the_counts() -> N
             "kept": 3,
             "cut_by_budget": 0,
             "withheld": 2,
+            "unreadable": 0,
+            "malformed": 0,
             "tokens_used": 17 + 9 + 12 + 3,
             "budget": 1000,
+            "max_fetch_reached": False,
         },
     }
 
@@ -318,7 +321,9 @@ def test_a_media_node_without_text_is_an_error_naming_the_node(node: Node | Imag
     with pytest.raises(
         EvidenceError, match=r"node 'img' \(position 1\): content is a \w*Node with media"
     ):
-        postprocessor().postprocess_nodes(nodes)
+        postprocessor(raise_on_malformed=True).postprocess_nodes(nodes)
+    [block] = postprocessor().postprocess_nodes(nodes)  # by default: withheld, the rest packed
+    assert block.node.metadata["aizk_counts"]["malformed"] == 1
 
 
 def test_an_image_node_with_text_is_evidence_by_its_text() -> None:

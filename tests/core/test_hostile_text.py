@@ -265,4 +265,5 @@ def test_a_lone_surrogate_is_refused_the_same_way_by_both_adapters() -> None:
         with pytest.raises(
             EvidenceError, match=rf"^{adapter.item_label}: content: text has a lone"
         ):
-            adapter.run([("fine", {}), ("bad \udfff", {})])
+            adapter.run([("fine", {}), ("bad \udfff", {})], raise_on_malformed=True)
+        assert adapter.run([("fine", {}), ("bad \udfff", {})]).counts["malformed"] == 1

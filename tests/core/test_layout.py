@@ -191,7 +191,7 @@ def _reference_uuid(value: str) -> UUID | None:
 def test_metadata_uuids_accept_exactly_what_the_standard_library_accepts(value: str) -> None:
     expected = _reference_uuid(value)
     other = UUID(int=7)
-    compressor = AizkEvidenceCompressor(return_documents=True)
+    compressor = AizkEvidenceCompressor(return_documents=True, raise_on_malformed=True)
     for key in ("artifact_id", "artifact_content_id"):
         metadata = {"artifact_id": other, "artifact_content_id": other, key: value}
         documents = [Document("x", metadata=metadata)]
@@ -204,7 +204,7 @@ def test_metadata_uuids_accept_exactly_what_the_standard_library_accepts(value: 
             assert kept.metadata["resource_uri"] == "aizk://artifacts/{}/contents/{}".format(*ids)
 
 
-plain_ids = st.text(st.characters(exclude_characters=",;|\n[({"), max_size=4)
+plain_ids = st.text(st.characters(exclude_characters=",;|[({"), max_size=4)
 """Text with none of the separators that make an id look like an encoded list."""
 
 
@@ -216,6 +216,8 @@ def test_scope_ids_are_non_empty_strings_uuids_and_ints_only(value: list[object]
             if isinstance(item, UUID | int):
                 out.add(str(item))
             elif isinstance(item, str) and item:
+                if item.splitlines() != [item]:  # a line break anywhere in it
+                    raise ValueError(item)
                 out.add(item)
             else:
                 raise TypeError(item)
@@ -226,6 +228,9 @@ def test_scope_ids_are_non_empty_strings_uuids_and_ints_only(value: list[object]
     except TypeError:
         with pytest.raises(ValidationError, match="each scope id must be"):
             Candidate(line="x", scopes=value)  # type: ignore[arg-type]  # floats are the point
+    except ValueError:
+        with pytest.raises(ValidationError, match="holds a line break"):
+            Candidate(line="x", scopes=value)  # type: ignore[arg-type]
     else:
         assert Candidate(line="x", scopes=value).scopes == expected  # type: ignore[arg-type]
 

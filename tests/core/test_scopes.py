@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aizk_integrations import Scope, ScopeDirectory
+from aizk_integrations import PUBLIC, Scope, ScopeDirectory
 
 ORGS = {"org-a": Scope(name="alpha", description="A"), "org-b": Scope(name="beta")}
 
@@ -22,7 +22,8 @@ def reader() -> ScopeDirectory:
 def test_the_callers_own_id_is_their_private_scope() -> None:
     assert reader().scopes["me"] == Scope(name="private")
     assert reader().scopes["org-a"] == ORGS["org-a"]
-    assert set(reader().scopes) == {"me", "org-a", "org-b"}
+    assert set(reader().scopes) == {"me", "org-a", "org-b", PUBLIC}
+    assert reader().scopes[PUBLIC] == Scope(name="public", description="Every reader may read it.")
 
 
 def test_a_row_in_no_scope_is_refused_unless_the_caller_opts_in() -> None:

@@ -19,6 +19,7 @@ ROOT = Path(__file__).parents[2]
 
 def test_the_public_names_are_pinned() -> None:
     assert aizk_integrations.__all__ == [
+        "PUBLIC",
         "BudgetCovers",
         "Candidate",
         "Evidence",
