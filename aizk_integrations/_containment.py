@@ -593,10 +593,12 @@ _INLINE_REFERENCES = {
     "$": "&#36;",
     "@": "&#64;\u2060",
     # NUL, which HTML parsers drop, and the two characters Python-Markdown strips (they mark
-    # its own placeholders): each would join the words around it.
+    # its own placeholders): each would join the words around them. NUL's reference shows as
+    # U+FFFD everywhere; STX's and ETX's as nothing where Python's own `html.unescape` decodes
+    # them (nbconvert's mistune), so those two show as U+FFFD outright.
     "\x00": "&#0;",
-    "\x02": "&#2;",
-    "\x03": "&#3;",
+    "\x02": "&#65533;",
+    "\x03": "&#65533;",
     # The start of an emoji shortcode (`:lock:`), which showdown's GitHub flavour replaces.
     ":": "&#58;",
 }

@@ -113,3 +113,15 @@ def test_the_recommended_escapes_hold_in_every_renderer() -> None:
         for family, escaping in RECOMMENDED.items()
     }
     assert not {key: names for key, names in failing.items() if names}
+
+
+@NO_NODE
+def test_mathjax_as_notebooks_run_it_typesets_a_description_that_markdown_alone_left_inert() -> (
+    None
+):
+    # The escaping the package wrote before: inert to every markdown renderer, not to MathJax.
+    found = outcomes(["jupyterlab-mathjax", "nbconvert"])["$ math in a description"]
+    for renderer in ("jupyterlab-mathjax", "nbconvert"):
+        assert not found["&#36;"][renderer].holds
+        assert found["\\&#36; but the last"][renderer].holds
+        assert found["\\&#36; but the last"][renderer].reads  # MathJax shows `\$` as `$`
