@@ -52,7 +52,8 @@ start matching again inside (`tests/core/test_linear_time.py` times every such f
 sizes).
 
 Scope names and descriptions are the caller's, not retrieved text; they are folded onto one
-line, names shown in code spans and descriptions as inert text (`inert`).
+line, names shown in code spans and descriptions as inert text (`inert`), math included, for
+the MathJax that JupyterLab and nbconvert run on the rendered page too.
 """
 
 from __future__ import annotations
@@ -563,15 +564,24 @@ def inert(text: str) -> str:
     (`https://`, `www.`, `name@host`) gets an invisible word joiner that breaks the pattern, and
     invisible spaces at the end, which marked trims and then misreads the line, become character
     references. So rendered it reads as written, and links nowhere.
+
+    Math is found twice over in notebooks: before markdown (JupyterLab hides it from marked)
+    and after it, on the rendered page, where MathJax (JupyterLab's, nbconvert's) reads the
+    text as the reader sees it, character references decoded, pairing `$`, `\\(`, `\\[`,
+    `\\begin{..}` and `\\ref{..}`, and reading `\\$` and `\\\\` as escapes. So a backslash
+    gets a word joiner after it, which makes none of those; and each `$` that another `$`
+    follows is shown as `\\$`, which MathJax shows as `$` (other renderers show the backslash):
+    the last one then has nothing to pair with.
     """
-    text = _INLINE_MARKUP.sub(_inline_reference, text)
+    last_dollar = text.rfind("$")
+    text = _INLINE_MARKUP.sub(partial(_inline_reference, last_dollar=last_dollar), text)
     text = _AUTOLINK_SHAPE.sub(lambda shape: shape.group()[:-1] + _JOINER + shape.group()[-1], text)
     shown = text.rstrip(_INVISIBLE_SPACES)
     return shown + "".join(f"&#{ord(char)};" for char in text[len(shown) :])
 
 
 _INLINE_REFERENCES = {
-    "\\": "\\\\",
+    "\\": "\\\\\u2060",
     "`": "\\`",
     "*": "\\*",
     "_": "\\_",
@@ -583,10 +593,12 @@ _INLINE_REFERENCES = {
     "$": "&#36;",
     "@": "&#64;\u2060",
     # NUL, which HTML parsers drop, and the two characters Python-Markdown strips (they mark
-    # its own placeholders): each would join the words around it.
+    # its own placeholders): each would join the words around them. NUL's reference shows as
+    # U+FFFD everywhere; STX's and ETX's as nothing where Python's own `html.unescape` decodes
+    # them (nbconvert's mistune), so those two show as U+FFFD outright.
     "\x00": "&#0;",
-    "\x02": "&#2;",
-    "\x03": "&#3;",
+    "\x02": "&#65533;",
+    "\x03": "&#65533;",
     # The start of an emoji shortcode (`:lock:`), which showdown's GitHub flavour replaces.
     ":": "&#58;",
 }
@@ -604,5 +616,7 @@ _INVISIBLE_SPACES = (
 line, and reads what is left of it differently."""
 
 
-def _inline_reference(markup: re.Match[str]) -> str:
+def _inline_reference(markup: re.Match[str], *, last_dollar: int) -> str:
+    if markup.group() == "$" and markup.start() < last_dollar:
+        return "\\\\&#36;"  # MathJax's escape: a dollar that pairs with no later one
     return _INLINE_REFERENCES[markup.group()[0]]

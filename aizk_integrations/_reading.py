@@ -24,6 +24,7 @@ from aizk_integrations._lanes import PROVENANCE_OF_LANE, Lane
 from aizk_integrations._packing import Found
 from aizk_integrations._scope_ids import PUBLIC, scope_ids
 from aizk_integrations._scopes import Scope, ScopeDirectory
+from aizk_integrations._text import without_surrogates
 from aizk_integrations._uuids import canonical_uuid, resource_uri, uuid_text
 
 Item = TypeVar("Item")
@@ -220,7 +221,7 @@ def _citation(metadata: Mapping[str, object], keys: tuple[str, ...]) -> dict[str
 
 
 def _label(value: object) -> str:
-    text = value if isinstance(value, str) else str(value)
+    text = without_surrogates(value if isinstance(value, str) else str(value))
     return text if len(text) <= CITATION_LIMIT else text[:CITATION_LIMIT] + "…"
 
 

@@ -28,6 +28,13 @@ class Scope(BaseModel):
         # What a type checker should accept: validation takes `description=None` as "none".
         def __init__(self, *, name: str, description: str | None = "") -> None: ...
 
+    @field_validator("name", mode="before")
+    @classmethod
+    def _encodable_name(cls, name: object) -> object:
+        # Before pydantic's own string check, whose message for a lone surrogate says nothing
+        # of why it is refused.
+        return check_encodable(name) if isinstance(name, str) else name
+
     @field_validator("name")
     @classmethod
     def _cannot_forge_a_label(cls, name: str) -> str:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from aizk_integrations._defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
 from aizk_integrations._pricing import BudgetCovers
 from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._text import check_encodable
 from aizk_integrations._tokens import TokenCounter, check_budget, check_chars_per_token
 
 
@@ -124,7 +125,7 @@ class PackingSettings(BaseModel):
     @field_validator("citation_keys", mode="after")
     @classmethod
     def _fixed_keys(cls, keys: Sequence[str]) -> tuple[str, ...]:
-        return tuple(keys)
+        return tuple(map(check_encodable, keys))  # each is shown in the block, key: value
 
     @model_validator(mode="after")
     def _budget_within_ceiling(self) -> PackingSettings:

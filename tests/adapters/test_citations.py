@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_classic.chains.combine_documents import create_stuff_documents_chain
@@ -19,6 +20,7 @@ from llama_index.core import PromptTemplate, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.schema import TextNode
+from pydantic import ValidationError
 
 from aizk_integrations import RecallResult, ScopeDirectory, scope_metadata
 from aizk_integrations.langchain import (
@@ -68,6 +70,25 @@ def test_a_cited_block_fits_its_budget_and_numbers_every_item_in_order(
     assert [item["number"] for item in cited] == list(range(1, kept + 1))
     assert [item["page"] for item in cited] == list(range(kept))  # as stored, not as shown
     assert all(item["source"] == source for item in cited)
+
+
+def test_a_lone_surrogate_in_a_citation_value_is_shown_replaced_and_kept_as_stored(
+    adapter: Adapter,
+) -> None:
+    source = "notes/caf\udce9.txt"  # os.fsdecode(b"notes/caf\xe9.txt"): a Latin-1 file name
+    metadata = {**scope_metadata("sam"), "source": source}
+    answer = adapter.run([("note", metadata)], directory=SAM, cite=True, citation_keys=["source"])
+    assert "`source: notes/caf\ufffd.txt`" in answer.block
+    answer.block.encode("utf-8")  # and so LlamaIndex could make the block node's id from it
+    assert answer.recall["evidence"][0]["citation"] == {"source": "notes/caf\ufffd.txt"}
+    assert answer.metadata[0]["aizk_citations"][0]["source"] == source
+
+
+def test_a_lone_surrogate_in_a_citation_key_is_refused_when_the_adapter_is_built(
+    adapter: Adapter,
+) -> None:
+    with pytest.raises(ValidationError, match=r"lone surrogate \(U\+DCE9\) at character 3"):
+        adapter.build(cite=True, citation_keys=["sou\udce9rce"])
 
 
 def test_an_uncited_block_and_its_json_are_as_they_were() -> None:

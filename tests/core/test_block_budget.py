@@ -30,7 +30,7 @@ ORGS = ("org-a", "org-b", "org-c")
 
 # Scope names include a backtick, a line break, a name shared by two ids and an org that calls
 # itself "privately", so the header's code spans, folding and de-duplication are all exercised.
-scope_names = st.sampled_from(["team", "book-club", "a`b", "x\ny", "privately", "team"])
+scope_names = st.sampled_from(["team", "book-club", "a`b", "x y", "privately", "team"])
 descriptions = st.sampled_from(["", "The team", "Book club\r\nKawasaki"])
 directories = st.one_of(
     st.none(),

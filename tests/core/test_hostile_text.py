@@ -180,7 +180,6 @@ def test_escaping_a_lone_backtick_cannot_open_a_fence_over_the_resource_line() -
         ("`edge", "`` `edge ``"),
         ("a``b```c", "````a``b```c````"),
         ("ends`", "`` ends` ``"),
-        ("two\nlines\u2028here", "`two lines here`"),
         ("` ticks both ends `", "`` ` ticks both ends ` ``"),
     ],
 )
@@ -215,7 +214,7 @@ def test_a_description_with_line_breaks_stays_on_its_line() -> None:
 
 def test_a_blank_scope_name_is_refused() -> None:
     with pytest.raises(ValueError, match="visible character"):
-        Scope(name="\n ")
+        Scope(name=" \u3000")
 
 
 @pytest.mark.parametrize("start", range(0, len(CORPUS), 50))
@@ -243,7 +242,7 @@ def test_every_corpus_string_is_an_inert_description(start: int) -> None:
 
 def test_every_corpus_string_a_scope_accepts_as_a_name_renders_as_one_label() -> None:
     accepted = [text for text in CORPUS if is_scope_name(text)]
-    assert len(accepted) > len(CORPUS) // 2
+    assert len(accepted) > len(CORPUS) // 3  # of more than one line, none is a name
     for name in accepted:
         directory = ScopeDirectory.for_caller("me", {"org": Scope(name=name)})
         assert_result_holds(

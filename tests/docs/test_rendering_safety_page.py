@@ -224,5 +224,6 @@ def test_the_pages_javascript_versions_are_the_lockfiles() -> None:
 
     pinned = json.loads((HERE / "package.json").read_text(encoding="utf-8"))["dependencies"]
     text = PAGE.read_text(encoding="utf-8").split("## The renderer matrix", 1)[1]
-    for package in ("markdown-it", "marked", "showdown", "micromark", "sanitize-html"):
+    packages = ("markdown-it", "marked", "showdown", "micromark", "sanitize-html", "mathjax-full")
+    for package in packages:
         assert f"{package} {pinned[package]}" in text, package

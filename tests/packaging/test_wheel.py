@@ -56,9 +56,10 @@ def test_a_wheel_installed_in_a_fresh_environment_renders_the_golden_block(
     names = zipfile.ZipFile(wheel).namelist()
     assert "aizk_integrations/templates/recall.md.j2" in names
     assert "aizk_integrations/py.typed" in names
-    # Unicode's data the scope-name rules read (`_confusables`), so a wheel without it fails here
-    assert "aizk_integrations/data/confusables.txt" in names
-    assert "aizk_integrations/data/default_ignorable.txt" in names
+    # Unicode's data the scope-name rules read (`data/README.md` lists it), so a wheel without
+    # any of it fails here
+    data = ROOT / "aizk_integrations" / "data"
+    assert {f"aizk_integrations/data/{path.name}" for path in data.glob("*.txt")} <= set(names)
 
     environment = tmp_path / "venv"
     venv.create(environment, with_pip=True)

@@ -172,6 +172,9 @@ PROBES: dict[str, list[tuple[Field, tuple[str, ...]]]] = {
         ("text", ("$$", NEXT, "$$")),
         ("text", ("costs $5", "and $6 more")),
         ("text", ("```\n$ a\n```\nb $",)),
+        # MathJax on the rendered page (JupyterLab, nbconvert) pairs `$` in a description too.
+        ("description", ("Budget team: $\\color{red}\\text{obey this header}$",)),
+        ("description", ("costs $5 and $6, $$x$$",)),
     ],
     # \[ \] display math: the package writes `\[` itself, before a link reference definition.
     "math-bracket": [
@@ -179,6 +182,7 @@ PROBES: dict[str, list[tuple[Field, tuple[str, ...]]]] = {
         ("text", ("\\[", NEXT, "\\]")),
         ("text", ("\\(x", NEXT, "y\\)")),
         ("text", ("\\begin{align}\nx", NEXT, "\\end{align}")),
+        ("description", ("\\(x\\) and \\[y\\] \\begin{a}b\\end{a} \\ref{c} \\\\ \\$",)),
     ],
     # ^[inline footnotes] and [^1] footnotes: their text moves to the end of the document.
     "footnote": [
@@ -200,6 +204,9 @@ PROBES: dict[str, list[tuple[Field, tuple[str, ...]]]] = {
         ("text", ("</li></ul><h2>Do this</h2>", NEXT)),
         ("text", ("<!-- hide the rest", NEXT)),
         ("text", ("<script>alert(1)</script>", NEXT)),
+        # A destination read to its end as CommonMark reads it: a backslash escapes one
+        # character, so the `(` after two opens a parenthesis and the `"` is inside.
+        ("text", ('[a](x\\\\(b)"onmouseover=alert(1))', NEXT)),
     ],
     # links to javascript: URLs.
     "javascript-url": [

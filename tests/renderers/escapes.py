@@ -22,6 +22,7 @@ from tests.renderers.matrix import RENDERERS, render_all
 
 PLACEHOLDER = "zqxjPLACEHOLDERzqxj"
 ZWSP = "\u200b"
+WORD_JOINER = "\u2060"
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,20 @@ FAMILIES = [
         "$ math in a description",
         "description",
         "$5 and $6",
-        {"\\$": r"\$5 and \$6", "&#36;": "&#36;5 and &#36;6"},
+        {
+            "\\$": r"\$5 and \$6",
+            "&#36;": "&#36;5 and &#36;6",
+            "\\&#36; but the last": r"\\&#36;5 and &#36;6",
+        },
+    ),
+    Family(
+        "\\( \\begin math in a description",
+        "description",
+        r"\(x\) \begin{y}z\end{y}",
+        {
+            "\\\\": r"\\(x\\) \\begin{y}z\\end{y}",
+            "\\\\ and a word joiner": "\\\\\u2060(x\\\\\u2060) \\\\\u2060begin{y}z\\\\\u2060end{y}",
+        },
     ),
     Family(
         "@citation in a description",
@@ -197,7 +211,7 @@ def _reads(html: str, family: Family) -> bool:
     if target is None or not len(target):
         return False
     entry: Element = target[0]
-    shown = re.sub(r"\s+", " ", _text(entry).replace(ZWSP, ""))
+    shown = re.sub(r"\s+", " ", _text(entry).replace(ZWSP, "").replace(WORD_JOINER, ""))
     return (
         all(part in shown for part in family.payload.split("\n"))
         and shown.count("\\") == family.payload.count("\\")  # no escape left showing

@@ -18,6 +18,9 @@ The renderers, and what each stands for:
                           tasklist and footnotes, raw HTML on (GitHub then sanitizes)
 ``python-markdown``       Python-Markdown with no extensions (Django, most wikis)
 ``python-markdown-mkdocs`` Python-Markdown with MkDocs' defaults (toc, tables, fenced_code)
+``nbconvert``             a notebook exported to HTML by nbconvert: its markdown
+                          (``markdown2html_mistune``), then MathJax on the page as its
+                          template configures it (``render.mjs --typeset``)
 ``markdown-it``           markdown-it (JS), CommonMark preset
 ``markdown-it-gfm``       markdown-it default preset, raw HTML and linkify on
 ``markdown-it-footnote``  ... plus markdown-it-footnote (inline ``^[..]`` footnotes included)
@@ -28,6 +31,10 @@ The renderers, and what each stands for:
                           its extensions, math restored, JupyterLab's sanitizer
 ``jupyterlab-trusted``    the same unsanitized: a trusted ``text/markdown`` output, such as a
                           ``RecallResult``'s own ``_repr_markdown_`` in a live notebook
+``jupyterlab-mathjax``    a JupyterLab 4 markdown cell as the reader sees it: ``jupyterlab``,
+                          then MathJax typesetting the page as JupyterLab configures it
+``vscode-notebook``       VS Code's notebooks and preview: markdown-it with raw HTML and linkify,
+                          plus @vscode/markdown-it-katex (``globalGroup``)
 ``showdown``              showdown, default options
 ``showdown-github``       showdown, GitHub flavor
 ``remark``                unified: remark-parse, remark-gfm, remark-math, remark-rehype and
@@ -42,6 +49,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -75,6 +83,8 @@ JS_RENDERERS = (
     "marked",
     "jupyterlab",
     "jupyterlab-trusted",
+    "jupyterlab-mathjax",
+    "vscode-notebook",
     "showdown",
     "showdown-github",
     "remark",
@@ -133,6 +143,23 @@ def _python_markdown(*extensions: str) -> Callable[[str], str]:
     return render
 
 
+def _nbconvert() -> Callable[[str], str]:
+    from nbconvert.filters.markdown_mistune import (  # type: ignore[import-untyped,unused-ignore]
+        markdown2html_mistune,
+    )
+
+    def render(text: str) -> str:
+        html: str = markdown2html_mistune(text)
+        return _ANCHOR_LINK.sub("", html)
+
+    return render
+
+
+_ANCHOR_LINK = re.compile(r'<a class="anchor-link" href="#[^"<>]*">&#182;</a>')
+"""The pilcrow link nbconvert puts at the end of every heading: the page's own, holding none
+of the block's text, so the matrix reads the headings without it."""
+
+
 PY_RENDERERS: dict[str, Callable[[], Callable[[str], str]]] = {
     "markdown-it-py": _markdown_it_py,
     "myst": _myst,
@@ -140,12 +167,19 @@ PY_RENDERERS: dict[str, Callable[[], Callable[[str], str]]] = {
     "cmark-gfm": _cmark_gfm,
     "python-markdown": _python_markdown,
     "python-markdown-mkdocs": lambda: _python_markdown("toc", "tables", "fenced_code"),
+    "nbconvert": _nbconvert,
 }
+
+TYPESET = frozenset({"nbconvert"})
+"""Python renderers whose page a browser then typesets with MathJax: their HTML goes through
+`render.mjs --typeset`, MathJax configured as nbconvert's HTML template configures it."""
 
 RENDERERS = (*PY_RENDERERS, *JS_RENDERERS)
 """Every renderer's name, Python ones first."""
 
-JOINS_RESOURCE_LINE = frozenset({"marked", "jupyterlab", "jupyterlab-trusted"})
+JOINS_RESOURCE_LINE = frozenset(
+    {"marked", "jupyterlab", "jupyterlab-trusted", "jupyterlab-mathjax"}
+)
 """Renderers that may join an item's `Resource` line onto the text's last paragraph: marked
 drops the blank line after a paragraph holding a line indented four or more columns past the
 item's content (the golden block's own source excerpt has one), so no escaping can avoid it.
@@ -220,7 +254,27 @@ def render_py(
     for name in renderers:
         render = _py_renderer(name)
         out[name] = [_guarded(render, document) for document in documents]
+        if name in TYPESET:
+            out[name] = typeset_js(out[name])
     return out
+
+
+def typeset_js(pages: Sequence[str]) -> list[str]:
+    """Each HTML page as MathJax leaves it once it has typeset the page's math (`render.mjs
+    --typeset`); a page a renderer failed on stays as it is."""
+    ensure_node_modules()
+    done = subprocess.run(
+        ["node", str(RENDER_SCRIPT), "--typeset"],
+        input=json.dumps([page for page in pages if not page.startswith(ERROR_PREFIX)]).encode(),
+        capture_output=True,
+        check=False,
+        env={**os.environ, "NODE_NO_WARNINGS": "1"},
+    )
+    if done.returncode:
+        raise RuntimeError(f"render.mjs --typeset failed: {done.stderr.decode(errors='replace')}")
+    typeset: list[str] = json.loads(done.stdout)
+    typeset.reverse()
+    return [page if page.startswith(ERROR_PREFIX) else typeset.pop() for page in pages]
 
 
 def _guarded(render: Callable[[str], str], document: str) -> str:

@@ -3,7 +3,8 @@
 // stdin:  a JSON list of markdown strings.
 // stdout: a JSON object {renderer name: [html, ...]}, one html per input, in order. A renderer
 //         that throws on an input gives ERROR_PREFIX + the message in that place.
-// argv:   `--only a,b` renders with those renderers only; `--list` prints the names.
+// argv:   `--only a,b` renders with those renderers only; `--list` prints the names;
+//         `--typeset` reads a JSON list of HTML pages instead and typesets each with MathJax.
 //
 // Each renderer is configured the way the place it stands for configures it (see RENDERERS).
 // Driven by tests/renderers/matrix.py; run `npm ci --prefix tests/renderers` first.
@@ -26,6 +27,12 @@ import { micromark } from 'micromark';
 import { gfm, gfmHtml } from 'micromark-extension-gfm';
 import { mystParse } from 'myst-parser';
 import { mystToHtml } from 'myst-to-html';
+import markdownItKatex from '@vscode/markdown-it-katex';
+import { mathjax } from 'mathjax-full/js/mathjax.js';
+import { TeX } from 'mathjax-full/js/input/tex.js';
+import { liteAdaptor } from 'mathjax-full/js/adaptors/liteAdaptor.js';
+import { RegisterHTMLHandler } from 'mathjax-full/js/handlers/html.js';
+import { STATE } from 'mathjax-full/js/core/MathItem.js';
 
 export const ERROR_PREFIX = '\u0000render-error: ';
 
@@ -206,6 +213,53 @@ function jupyterlab(source, sanitize) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// MathJax on the rendered page, as JupyterLab 4 (@jupyterlab/mathjax-extension, mathjax-full 3)
+// and nbconvert's HTML (MathJax 2.7's tex2jax, whose rules MathJax 3's FindTeX carries over)
+// configure it: `$` and `\(` inline, `$$` and `\[` display, environments and escapes on.
+// It reads the page's text as a browser shows it, entities decoded, skipping <code> and <pre>,
+// and math runs only within one element's text. Each math it finds is replaced as MathJax
+// would, by an element of its own holding the TeX (here a <span class="mathjax">, standing in
+// for the typeset <mjx-container>), and each escape (`\$`, `\\`) by the character it escapes.
+// ---------------------------------------------------------------------------------------------
+
+const liteDom = liteAdaptor();
+RegisterHTMLHandler(liteDom);
+const jupyterTex = new TeX({
+  inlineMath: [
+    ['$', '$'],
+    ['\\(', '\\)'],
+  ],
+  displayMath: [
+    ['$$', '$$'],
+    ['\\[', '\\]'],
+  ],
+  processEscapes: true,
+  processEnvironments: true,
+});
+
+function typeset(html) {
+  const page = mathjax.document(html, { InputJax: jupyterTex });
+  page.findMath();
+  for (const item of Array.from(page.math).reverse()) {
+    item.typesetRoot =
+      item.display === null
+        ? liteDom.text(item.math)
+        : liteDom.node('span', { class: 'mathjax' }, [liteDom.text(item.math)]);
+    item.state(STATE.TYPESET);
+    item.updateDocument(page);
+  }
+  return liteDom.innerHTML(liteDom.body(page.document));
+}
+
+// VS Code's notebooks and preview (its built-in markdown-math extension): markdown-it with raw
+// HTML and linkify, and @vscode/markdown-it-katex with `globalGroup`; the KaTeX stub above
+// stands in for KaTeX, as for texmath.
+const mdVscode = MarkdownIt('default', { html: true, linkify: true }).use(markdownItKatex.default, {
+  globalGroup: true,
+  katex: texEngine,
+});
+
+// ---------------------------------------------------------------------------------------------
 // showdown, remark, micromark, mystmd
 // ---------------------------------------------------------------------------------------------
 
@@ -235,6 +289,9 @@ export const RENDERERS = {
   jupyterlab: (source) => jupyterlab(source, true),
   // A trusted text/markdown output (a RecallResult's own _repr_markdown_ in a live notebook).
   'jupyterlab-trusted': (source) => jupyterlab(source, false),
+  // A JupyterLab 4 markdown cell as the reader sees it: then MathJax typesets the page.
+  'jupyterlab-mathjax': (source) => typeset(jupyterlab(source, true)),
+  'vscode-notebook': (source) => mdVscode.render(source),
   showdown: (source) => showdownDefault.makeHtml(source),
   'showdown-github': (source) => showdownGithub.makeHtml(source),
   // remark with GFM and math, raw HTML passed through (as a site with rehype-raw shows it).
@@ -271,6 +328,12 @@ async function readStdin() {
 async function main(argv) {
   if (argv.includes('--list')) {
     process.stdout.write(JSON.stringify(Object.keys(RENDERERS)));
+    return;
+  }
+  if (argv.includes('--typeset')) {
+    // HTML a Python renderer made (nbconvert's), typeset by MathJax as its page would be.
+    const pages = JSON.parse(await readStdin());
+    process.stdout.write(JSON.stringify(pages.map(typeset)));
     return;
   }
   const only = argv.indexOf('--only');

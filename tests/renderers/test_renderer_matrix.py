@@ -32,12 +32,14 @@ from tests.golden import (
 )
 from tests.renderers.cases import adapter_cases, block_case, corpus_cases, probe_cases
 from tests.renderers.escapes import FAMILIES, outcomes
-from tests.renderers.matrix import JS_RENDERERS, RENDERERS, node_available
+from tests.renderers.matrix import JS_RENDERERS, RENDERERS, TYPESET, node_available
 from tests.renderers.paths import path_cases
 from tests.renderers.run import Run, assert_blocks_hold, run_matrix, summary
 
 NO_NODE = pytest.mark.skipif(not node_available(), reason="no node and npm on the PATH")
-AVAILABLE = [name for name in RENDERERS if name not in JS_RENDERERS or node_available()]
+NEEDS_NODE = {*JS_RENDERERS, *TYPESET}
+"""The renderers node runs: the JavaScript ones, and MathJax on nbconvert's page."""
+AVAILABLE = [name for name in RENDERERS if name not in NEEDS_NODE or node_available()]
 
 RECOMMENDED = {
     "raw HTML": "&lt;",
@@ -51,7 +53,8 @@ RECOMMENDED = {
     "javascript: link": "&#91; and &lt;",
     "bare URL in a description": "zero-width",
     "www. in a description": "zero-width",
-    "$ math in a description": "&#36;",
+    "$ math in a description": "\\&#36; but the last",
+    "\\( \\begin math in a description": "\\\\ and a word joiner",
     "@citation in a description": "&#91; &#64;",
 }
 """For each family, an escaping that holds in every renderer of the matrix (`escapes.py`): the
@@ -65,7 +68,7 @@ def matrix() -> Run:
 
 @pytest.mark.parametrize(
     "renderer",
-    [pytest.param(name, marks=NO_NODE) if name in JS_RENDERERS else name for name in RENDERERS],
+    [pytest.param(name, marks=NO_NODE) if name in NEEDS_NODE else name for name in RENDERERS],
 )
 def test_the_block_holds_in(renderer: str) -> None:
     run = matrix()
@@ -110,3 +113,15 @@ def test_the_recommended_escapes_hold_in_every_renderer() -> None:
         for family, escaping in RECOMMENDED.items()
     }
     assert not {key: names for key, names in failing.items() if names}
+
+
+@NO_NODE
+def test_mathjax_as_notebooks_run_it_typesets_a_description_that_markdown_alone_left_inert() -> (
+    None
+):
+    # The escaping the package wrote before: inert to every markdown renderer, not to MathJax.
+    found = outcomes(["jupyterlab-mathjax", "nbconvert"])["$ math in a description"]
+    for renderer in ("jupyterlab-mathjax", "nbconvert"):
+        assert not found["&#36;"][renderer].holds
+        assert found["\\&#36; but the last"][renderer].holds
+        assert found["\\&#36; but the last"][renderer].reads  # MathJax shows `\$` as `$`
