@@ -53,7 +53,7 @@ class Packing(Generic[Item]):
 
     @property
     def evidence(self) -> tuple[Evidence, ...]:
-        return tuple([step.evidence for step in self.kept])
+        return tuple(step.evidence for step in self.kept)
 
     @property
     def cut_by_budget(self) -> int:
