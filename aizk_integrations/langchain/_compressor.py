@@ -42,6 +42,22 @@ from aizk_integrations.langchain._documents import (
 
 logger = logging.getLogger("aizk_integrations.langchain")
 
+THROUGH_RETRIEVAL = (
+    "the retriever had already sent their text through LangChain's callbacks (astream_events, "
+    "astream_log, LangServe's stream routes, LangSmith traces): retrieve for the reader with "
+    "AizkScopedRetriever(vectorstore=store) in place of store.as_retriever(), which asks the "
+    "store only for what the reader may read"
+)
+"""Where other readers' documents, withheld here, already went, and the fix (see `report`)."""
+_QUESTION_TO_COMPRESSOR = (
+    "compress_documents takes the documents a retriever found, not the question: "
+    "compress_documents(retriever.invoke(question), question)"
+)
+_QUESTION_TO_STEP = (
+    "the step takes the documents a retriever found, not the question: put the retriever in "
+    "front of it, retriever | packer.as_runnable()"
+)
+
 
 class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor, Serializable):
     """Pack retrieved documents into aizk's evidence block, within a budget and for one reader.
@@ -131,7 +147,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor, Serializab
         budget and reader come from the runnable config LangChain carries (see the package's
         docstring); `query` is not needed.
         """
-        expect_sequence(documents, DOCUMENTS.expected)
+        expect_sequence(documents, DOCUMENTS.expected, _QUESTION_TO_COMPRESSOR)
         return returned(self, pack_documents(self, documents, current_config(), callbacks))
 
     async def acompress_documents(
@@ -211,7 +227,7 @@ class AizkEvidenceBlock(RunnableSerializable[Sequence[Document], str]):
         config: RunnableConfig,
     ) -> str:
         # `config` is this run's child config: the packer's own run nests under the step's.
-        expect_sequence(documents, DOCUMENTS.expected)
+        expect_sequence(documents, DOCUMENTS.expected, _QUESTION_TO_STEP)
         return pack_documents(self.compressor, documents, config).result.to_markdown()
 
 
@@ -262,5 +278,5 @@ def _packed(
 ) -> Packing[Document]:
     budget, reader = request_settings(compressor, config)
     packing = run(documents, DOCUMENTS, compressor, budget=budget, reader=reader)
-    report(packing, logger, PER_REQUEST, compressor.scopes_key)
+    report(packing, logger, PER_REQUEST, compressor.scopes_key, THROUGH_RETRIEVAL)
     return packing
