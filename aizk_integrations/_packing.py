@@ -58,8 +58,8 @@ def walk(items: Iterable[Found], budget: int, pricing: Pricing) -> Iterator[Step
     shows what came after the cut); `cut` stops pulling at the first drop.
     """
     over = False
-    for rank, (position, lane, evidence) in enumerate(items, start=1):
-        tokens, running = pricing(evidence, position)
+    for rank, item in enumerate(items, start=1):
+        tokens, running = pricing(item.evidence, item.position)
         if over:
             decision = Decision.AFTER_CUT
         elif running <= budget:
@@ -67,7 +67,7 @@ def walk(items: Iterable[Found], budget: int, pricing: Pricing) -> Iterator[Step
         else:
             over = True
             decision = Decision.OVER_BUDGET
-        yield Step(rank, position, lane, evidence, tokens, running, decision)
+        yield Step(rank, item.position, item.lane, item.evidence, tokens, running, decision)
 
 
 class Cut(NamedTuple):

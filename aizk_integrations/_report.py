@@ -1,4 +1,5 @@
-"""What a call tells its logs: the cut table at DEBUG, and at WARNING why evidence is missing."""
+"""What a call tells its logs: the cut table at DEBUG, and at WARNING why evidence is missing or
+where other readers' text already went."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from aizk_integrations._run import Packing
 
 
 def report(
-    packing: Packing[Any], logger: logging.Logger, per_request: str, scopes_key: str
+    packing: Packing[Any],
+    logger: logging.Logger,
+    per_request: str,
+    scopes_key: str,
+    through_retrieval: str,
 ) -> None:
     """Log the cut table at DEBUG, and say at WARNING why evidence is missing, if it matters.
 
@@ -20,7 +25,9 @@ def report(
     for want of a reader is always worth a warning (it is the fail-closed default at work);
     otherwise only a call that read items and kept none is, with the reason that applies: the
     budget, when the first item the reader may see did not fit it, or else the rule that
-    withheld everything.
+    withheld everything. Items of other readers, withheld here, were handed over by a retrieval
+    that did not know the reader: `through_retrieval` says, once per process, where the
+    framework already carried their text and how to retrieve for the reader instead.
     """
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("aizk evidence cut:\n%s", packing.table())
@@ -33,6 +40,16 @@ def report(
             logger.warning("%s", message)
     if packing.fetched is not None and packing.fetched.capped:
         logger.warning("%s", max_fetch_message(packing.fetched, len(packing.kept)))
+    others = sum(held.reason is Withheld.NOT_PERMITTED for held in packing.withheld)
+    if others and through_retrieval not in _SAID:
+        _SAID.add(through_retrieval)
+        logger.warning(
+            "aizk withheld %d %s of other readers (a scope outside the reader's directory), so "
+            "the prompt is right, but %s. Said once per process",
+            others,
+            "item" if others == 1 else "items",
+            through_retrieval,
+        )
     disorder = out_of_order(packing.scores)
     if disorder is not None:
         logger.warning(
@@ -57,6 +74,9 @@ def max_fetch_message(fetched: Fetched, kept: int) -> str:
         "or narrow the store query to the reader (a store with a built-in filter, or your "
         "own filter: StoreSearch in LangChain, scoped_query in LlamaIndex)"
     )
+_SAID: set[str] = set()
+"""The advice on other readers' text in the framework's channels already logged by this process:
+it is the same on every call, and the app's logs need it once."""
 
 
 def out_of_order(scores: tuple[float | None, ...]) -> int | None:

@@ -58,7 +58,7 @@ class Packing(Generic[Item]):
 
     @property
     def evidence(self) -> tuple[Evidence, ...]:
-        return tuple([step.evidence for step in self.kept])
+        return tuple(step.evidence for step in self.kept)
 
     @property
     def cut_by_budget(self) -> int:
@@ -174,10 +174,15 @@ def _recorded(items: Iterable[Item]) -> tuple[list[Item], Iterator[Item]]:
     return read_so_far, reading()
 
 
-def expect_sequence(items: object, expected: str) -> None:
-    """Refuse what a caller hands over that is not a sequence of items, saying what to do."""
+def expect_sequence(items: object, expected: str, for_text: str) -> None:
+    """Refuse what a caller hands over that is not a sequence of items, saying what to do.
+
+    Text is most often the question, handed to the step that takes what retrieval found:
+    `for_text` says, in the adapter's terms, where the question goes instead.
+    """
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-        raise TypeError(f"expected {expected}, got {type(items).__name__}{_hint(items)}")
+        hint = f"; {for_text}" if isinstance(items, str) else _hint(items)
+        raise TypeError(f"expected {expected}, got {type(items).__name__}{hint}")
 
 
 def _hint(items: object) -> str:

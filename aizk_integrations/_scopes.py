@@ -130,8 +130,17 @@ class ScopeDirectory(BaseModel):
 
         An organization may not be called `private` (it would pass for the reader's own memory
         and be left out of the `## Scopes` header) or `public`, nor share the caller's id or
-        the public scope's.
+        the public scope's. Anything but a mapping to `Scope`s is a `TypeError` showing the
+        mapping it should have been.
         """
+        if not isinstance(organizations, Mapping):
+            raise TypeError(
+                "organizations must map each organization's scope id to a Scope, e.g. "
+                "{'org-team': Scope(name='team')}, not a " + type(organizations).__name__
+            )
+        for key, scope in organizations.items():
+            if not isinstance(scope, Scope):
+                raise TypeError(_not_a_scope(key, scope))
         scopes = {scope_id(key): scope for key, scope in organizations.items()}
         caller = scope_id(caller_id)
         if caller in scopes:
@@ -154,6 +163,16 @@ class ScopeDirectory(BaseModel):
         scopes[caller] = Scope(name=PRIVATE)
         scopes[PUBLIC] = PUBLIC_SCOPE
         return cls(scopes=scopes)
+
+    @property
+    def private_scope_id(self) -> str | None:
+        """The reader's own scope id: the key whose scope is named `private` (`for_caller`'s
+        `caller_id`, as canonical text), or `None` for a directory built without one.
+
+        What a tool writes the reader's own memory under, e.g. `scope_metadata(
+        directory.private_scope_id)`, without searching the scopes for the name.
+        """
+        return next((key for key, scope in self.scopes.items() if scope.name == PRIVATE), None)
 
     def may_read(self, scopes: object) -> bool:
         """Whether this reader may read a stored item whose metadata names `scopes`: the
@@ -182,3 +201,13 @@ class ScopeDirectory(BaseModel):
                 "withhold the item (ScopeDirectory.permits) before building the result"
             ) from None
         return tuple(sorted(found.values(), key=scope_order))
+
+
+def _not_a_scope(key: object, value: object) -> str:
+    """What `for_caller` says of an organization given as something else than a `Scope`: the
+    entry as it should be written, with the name it was given where that was one."""
+    name = quoted(value) if isinstance(value, str) else "..."
+    return (
+        f"organization {quoted(key)} maps to {type(value).__name__}, not a Scope: write "
+        f"{{{quoted(key)}: Scope(name={name})}}"
+    )

@@ -21,11 +21,7 @@ def canonical_uuid(value: UUID) -> str:
 def uuid_text(text: str) -> str | None:
     """The canonical spelling of any text `uuid.UUID` accepts (upper case, braces, `urn:uuid:`,
     no hyphens), or `None` for text that is not a UUID."""
-    # Parsing costs more than the rest of reading an item: text of a length no UUID spelling
-    # has (32 to 45 characters) and canonical text are answered without it.
-    if not 32 <= len(text) <= 45:
-        return None
-    if _CANONICAL(text):
+    if _CANONICAL(text):  # already its canonical spelling
         return text
     try:
         return str(UUID(text))

@@ -1,10 +1,11 @@
-"""Fixtures every group of tests shares: the seed's own example recall."""
+"""Fixtures every group of tests shares: the seed's own example recall, and a fresh process's
+logging state for each test."""
 
 from __future__ import annotations
 
 import pytest
 
-from aizk_integrations import Candidate, Lane, Scope, ScopeDirectory
+from aizk_integrations import Candidate, Lane, Scope, ScopeDirectory, _report
 from tests.golden import (
     ARTIFACT,
     BOOK_CLUB,
@@ -24,6 +25,13 @@ def pytest_configure(config: pytest.Config) -> None:
     an unknown option, under `--strict-config`, wherever the plugin is absent; nothing else in
     the suite is a coroutine."""
     config.option.asyncio_mode = "auto"
+
+
+@pytest.fixture(autouse=True)
+def as_in_a_new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test logs as the first call of a new process would: advice logged once per process
+    by an earlier test is not taken as said, so no test depends on which ran before it."""
+    monkeypatch.setattr(_report, "_SAID", set())
 
 
 @pytest.fixture

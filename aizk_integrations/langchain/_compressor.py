@@ -46,6 +46,22 @@ from aizk_integrations.langchain._documents import (
 
 logger = logging.getLogger("aizk_integrations.langchain")
 
+THROUGH_RETRIEVAL = (
+    "the retriever had already sent their text through LangChain's callbacks (astream_events, "
+    "astream_log, LangServe's stream routes, LangSmith traces): retrieve for the reader with "
+    "AizkScopedRetriever(vectorstore=store) in place of store.as_retriever(), which asks the "
+    "store only for what the reader may read"
+)
+"""Where other readers' documents, withheld here, already went, and the fix (see `report`)."""
+_QUESTION_TO_COMPRESSOR = (
+    "compress_documents takes the documents a retriever found, not the question: "
+    "compress_documents(retriever.invoke(question), question)"
+)
+_QUESTION_TO_STEP = (
+    "the step takes the documents a retriever found, not the question: put the retriever in "
+    "front of it, retriever | packer.as_runnable()"
+)
+
 
 class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor, Serializable):
     """Pack retrieved documents into aizk's evidence block, within a budget and for one reader.
@@ -135,7 +151,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor, Serializab
         budget and reader come from the runnable config LangChain carries (see the package's
         docstring); `query` is not needed.
         """
-        expect_sequence(documents, DOCUMENTS.expected)
+        expect_sequence(documents, DOCUMENTS.expected, _QUESTION_TO_COMPRESSOR)
         return returned(self, pack_documents(self, documents, current_config(), callbacks))
 
     async def acompress_documents(
@@ -206,7 +222,7 @@ class AizkEvidenceBlock(RunnableSerializable[Sequence[Document], str]):
         did not scope retrieval they hold other readers' items, which the packer withholds and
         a trace must not copy. Its output is the block, the reader's own evidence.
         """
-        expect_sequence(input, DOCUMENTS.expected)
+        expect_sequence(input, DOCUMENTS.expected, _QUESTION_TO_STEP)
         config = ensure_config(config)
         run = get_callback_manager_for_config(config).on_chain_start(
             None,
@@ -280,7 +296,7 @@ def _packed(
     fetched: Fetched | None,
 ) -> Packing[Document]:
     packing = unreported_packing(compressor, documents, config, fetched)
-    report(packing, logger, PER_REQUEST, compressor.scopes_key)
+    report(packing, logger, PER_REQUEST, compressor.scopes_key, THROUGH_RETRIEVAL)
     return packing
 
 

@@ -46,8 +46,7 @@ def _metadata_of(scored: object, position: int) -> object:
 def _text_of(scored: NodeWithScore, position: int) -> object:
     """A node's text without its metadata, refusing media that has no text."""
     node = scored.node
-    # A plain TextNode's `get_content(NONE)` is its `text`: read as such, 0.7 µs a node less.
-    text = node.text if type(node) is TextNode else node.get_content(MetadataMode.NONE)
+    text = node.get_content(MetadataMode.NONE)
     if text == "" and _carries_media(node):
         raise ItemError(
             position,

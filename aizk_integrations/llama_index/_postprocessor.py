@@ -32,6 +32,18 @@ from aizk_integrations.llama_index._window import (
 logger = logging.getLogger("aizk_integrations.llama_index")
 _dispatcher = get_dispatcher("aizk_integrations.llama_index")
 
+THROUGH_RETRIEVAL = (
+    "the retriever had already sent their text through LlamaIndex's own logs and "
+    "instrumentation events (its DEBUG log of the top nodes, RetrievalEndEvent): retrieve for "
+    "the reader with AizkScopedRetriever(index) in place of index.as_retriever(), which asks "
+    "the store only for what the reader may read"
+)
+"""Where other readers' nodes, withheld here, already went, and the fix (see `report`)."""
+_QUESTION_TO_POSTPROCESSOR = (
+    "postprocess_nodes takes the nodes a retriever found, not the question: "
+    "postprocess_nodes(retriever.retrieve(question), query_str=question)"
+)
+
 _NOT_SERIALIZED = ("token_counter", "fit_to")
 """Settings that hold live objects: `to_dict` marks them, `from_dict` needs them passed again."""
 
@@ -134,7 +146,7 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
-        expect_sequence(nodes, NODES.expected)
+        expect_sequence(nodes, NODES.expected, _QUESTION_TO_POSTPROCESSOR)
         limits = call_limits(self, query_bundle)
         packing = run(nodes, NODES, self, reader=reader_of(self), **limits)
         return packed_nodes(self, packing)
@@ -224,7 +236,7 @@ def packed_nodes(
     The postprocessor and scoped retrieval with `evidence` both finish a call here, so a query
     engine tells its logs and tracing handlers the same thing whichever of them packed.
     """
-    report(packing, logger, PER_REQUEST, evidence.scopes_key)
+    report(packing, logger, PER_REQUEST, evidence.scopes_key, THROUGH_RETRIEVAL)
     _dispatcher.event(AizkEvidencePacked(counts=packing.counts))
     if not packing.kept:
         return []

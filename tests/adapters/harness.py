@@ -9,6 +9,7 @@ way for both.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,9 @@ from aizk_integrations.llama_index import AizkEvidencePostprocessor
 
 Entry = tuple[object, object]
 """An item's text and metadata, either possibly malformed."""
+
+ONCE_PER_PROCESS = "Said once per process"
+"""How the advice on where other readers' retrieved text travelled ends (its own test pins it)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,15 @@ class Adapter:
     acall: Callable[[Any, list[Any]], Any]
     read: Callable[[Any], tuple[str, dict[str, Any]]]
     returned_items_setting: str
+
+    def logged(self, caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+        """What this adapter logged about its calls: every record of its logger but the advice
+        given once per process on where other readers' retrieved text travelled."""
+        return [
+            record
+            for record in caplog.records
+            if record.name == self.logger and not record.getMessage().endswith(ONCE_PER_PROCESS)
+        ]
 
     def items(self, entries: Sequence[Entry]) -> list[Any]:
         """Framework items for the entries; equal entries share one, so long lists are cheap."""

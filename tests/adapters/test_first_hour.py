@@ -7,6 +7,7 @@ nothing is kept, warnings that say what to fix, traces that show the packer, and
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import logging
 import pickle
@@ -23,7 +24,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import collect_runs
 from langchain_core.vectorstores import InMemoryVectorStore
-from llama_index.core import Settings
+from llama_index.core import Settings, VectorStoreIndex
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import (
     MetadataMode,
     NodeRelationship,
@@ -33,14 +37,19 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from aizk_integrations import EvidenceError, ScopeDirectory, TokenCounter
+from aizk_integrations import EvidenceError, ScopeDirectory, TokenCounter, scope_metadata
 from aizk_integrations.counters import (
     counter_from_langchain,
     counter_from_llama_index,
     counter_from_tiktoken,
 )
 from aizk_integrations.langchain import AizkEvidenceCompressor, AizkEvidenceRetriever
-from aizk_integrations.llama_index import AizkEvidencePostprocessor
+from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRetriever
+from aizk_integrations.llama_index import (
+    AizkEvidencePostprocessor,
+    AizkScopedRetriever,
+    reading_as,
+)
 from tests.adapters.harness import Adapter, Entry
 from tests.adapters.recorders import SettingsRecorder, packed_events
 from tests.offline_tokenizers import cl100k
@@ -178,6 +187,36 @@ def test_wrong_inputs_say_what_was_expected(wrong: Any, message: str) -> None:
         AizkEvidenceCompressor().as_runnable().invoke(wrong)
     with pytest.raises(TypeError, match=message.replace("(", "\\(").replace(")", "\\)")):
         AizkEvidenceCompressor().compress_documents(wrong, "q")
+
+
+def test_a_question_handed_to_the_packer_says_it_takes_documents_and_shows_the_retriever() -> None:
+    expected = "expected a list (or other sequence) of langchain_core Documents, got str; "
+    with pytest.raises(TypeError) as raised:
+        AizkEvidenceCompressor().as_runnable().invoke("What is on this week?")  # type: ignore[arg-type]  # the point
+    assert str(raised.value) == expected + (
+        "the step takes the documents a retriever found, not the question: put the retriever "
+        "in front of it, retriever | packer.as_runnable()"
+    )
+    with pytest.raises(TypeError) as raised:
+        AizkEvidenceCompressor().compress_documents("What is on this week?", "q")  # type: ignore[arg-type]  # the point
+    assert str(raised.value) == expected + (
+        "compress_documents takes the documents a retriever found, not the question: "
+        "compress_documents(retriever.invoke(question), question)"
+    )
+    # What the message shows works: the retriever in front, the question to the chain.
+    chain = club_retriever() | AizkEvidenceCompressor().as_runnable()
+    block = chain.invoke("What is on this week?", config={"configurable": {"aizk_directory": SAM}})
+    assert "Sam's note" in block
+
+
+def test_a_question_handed_to_the_postprocessor_says_it_takes_nodes_from_a_retriever() -> None:
+    with pytest.raises(TypeError) as raised:
+        AizkEvidencePostprocessor().postprocess_nodes("What is on this week?")  # type: ignore[arg-type]  # the point
+    assert str(raised.value) == (
+        "expected a list of NodeWithScore, got str; postprocess_nodes takes the nodes a "
+        "retriever found, not the question: postprocess_nodes(retriever.retrieve(question), "
+        "query_str=question)"
+    )
 
 
 def test_wrong_containers_of_nodes_say_a_list_of_nodewithscore_was_expected() -> None:
@@ -403,7 +442,7 @@ def test_one_warning_says_why_everything_was_withheld_and_how_to_fix_it(
 ) -> None:
     caplog.set_level(logging.WARNING, logger=adapter.logger)
     assert adapter.run(entries, **settings).items == []
-    [record] = [r for r in caplog.records if r.name == adapter.logger]
+    [record] = adapter.logged(caplog)
     assert record.levelno == logging.WARNING
     assert advice in record.getMessage()
     for text, _ in entries:
@@ -423,7 +462,7 @@ def test_when_the_budget_is_why_nothing_was_kept_the_warning_says_so(
 ) -> None:
     caplog.set_level(logging.WARNING, logger=adapter.logger)
     assert adapter.run(entries, directory=SAM, budget=5).items == []
-    [record] = [r for r in caplog.records if r.name == adapter.logger]
+    [record] = adapter.logged(caplog)
     message = record.getMessage()
     assert "the first item the reader may see needs 101 tokens, over the budget of 5" in message
     assert "outside the reader's directory" not in message  # not why nothing was kept
@@ -455,7 +494,7 @@ def test_a_call_that_keeps_something_warns_only_about_a_missing_reader(
 ) -> None:
     caplog.set_level(logging.WARNING, logger=adapter.logger)
     adapter.run([("mine", {"scopes": "sam"}), ("Ana's", {"scopes": "ana"})], directory=SAM)
-    assert not [r for r in caplog.records if r.name == adapter.logger]
+    assert not adapter.logged(caplog)
 
 
 def test_the_cut_table_lists_withheld_items_as_such_without_their_text(
@@ -474,6 +513,71 @@ def test_the_cut_table_lists_withheld_items_as_such_without_their_text(
     assert rows[1].split()[:2] == ["1", "sources"]
     assert rows[2].endswith("withheld: names no scope")
     assert "Ana's secret" not in table
+
+
+LANGCHAIN_ADVICE = (
+    "aizk withheld 1 item of other readers (a scope outside the reader's directory), so the "
+    "prompt is right, but the retriever had already sent their text through LangChain's "
+    "callbacks (astream_events, astream_log, LangServe's stream routes, LangSmith traces): "
+    "retrieve for the reader with AizkScopedRetriever(vectorstore=store) in place of "
+    "store.as_retriever(), which asks the store only for what the reader may read. Said once "
+    "per process"
+)
+LLAMA_INDEX_ADVICE = (
+    "aizk withheld 1 item of other readers (a scope outside the reader's directory), so the "
+    "prompt is right, but the retriever had already sent their text through LlamaIndex's own "
+    "logs and instrumentation events (its DEBUG log of the top nodes, RetrievalEndEvent): "
+    "retrieve for the reader with AizkScopedRetriever(index) in place of index.as_retriever(), "
+    "which asks the store only for what the reader may read. Said once per process"
+)
+NOTES = [
+    ("Sam's note: the sidecar is back.", scope_metadata("sam")),
+    ("Ana's note: buy twine.", scope_metadata("ana")),
+]
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture, logger: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == logger and r.levelno >= 30]
+
+
+def test_other_readers_documents_from_a_plain_retriever_are_named_once_with_the_fix(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="aizk_integrations.langchain")
+    store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=8))
+    store.add_documents([Document(text, metadata=metadata) for text, metadata in NOTES])
+    chain = store.as_retriever() | AizkEvidenceCompressor().as_runnable()
+    for question in ("What is new?", "What else?", "Anything?"):
+        assert "Ana's" not in chain.invoke(
+            question, config={"configurable": {"aizk_directory": SAM}}
+        )
+    assert warnings_of(caplog, "aizk_integrations.langchain") == [LANGCHAIN_ADVICE]
+
+    caplog.clear()  # the fix: nothing of Ana's is retrieved, so there is nothing to say
+    scoped = LangChainScopedRetriever(vectorstore=store) | AizkEvidenceCompressor().as_runnable()
+    assert "Sam's note" in scoped.invoke("What?", config={"configurable": {"aizk_directory": SAM}})
+    assert warnings_of(caplog, "aizk_integrations.langchain") == []
+
+
+def test_other_readers_nodes_from_a_plain_retriever_are_named_once_with_the_fix(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="aizk_integrations.llama_index")
+    nodes = [TextNode(text=text, metadata=metadata) for text, metadata in NOTES]
+    index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+    evidence = AizkEvidencePostprocessor()
+    engine = index.as_query_engine(
+        llm=MockLLM(), node_postprocessors=[evidence.for_reader(SAM)], similarity_top_k=2
+    )
+    for question in ("What is new?", "What else?", "Anything?"):
+        assert "Ana's" not in str(engine.query(question).source_nodes[0].node.get_content())
+    assert warnings_of(caplog, "aizk_integrations.llama_index") == [LLAMA_INDEX_ADVICE]
+
+    caplog.clear()  # the fix: nothing of Ana's is retrieved, so there is nothing to say
+    retriever = AizkScopedRetriever(index, evidence=evidence).for_reader(SAM)
+    answer = RetrieverQueryEngine.from_args(retriever, llm=MockLLM()).query("What?")
+    assert "Sam's note" in answer.source_nodes[0].node.get_content()
+    assert warnings_of(caplog, "aizk_integrations.llama_index") == []
 
 
 # Citations
@@ -552,3 +656,52 @@ def test_citation_keys_are_fixed_once_built(adapter: Adapter) -> None:
     packer = adapter.build(citation_keys=keys)
     keys.append("secret")
     assert packer.citation_keys == ("source",)
+
+
+# Messages users read, pinned whole
+
+HANDLES = (
+    "AizkEvidencePostprocessor.for_reader(directory) or AizkScopedRetriever.for_reader(directory)"
+)
+
+
+def test_a_scoped_query_that_is_not_a_function_is_refused_saying_what_it_must_be() -> None:
+    index = VectorStoreIndex([], embed_model=MockEmbedding(embed_dim=8))
+    with pytest.raises(TypeError) as raised:
+        AizkScopedRetriever(index, scoped_query="x")  # type: ignore[arg-type]  # the point
+    assert str(raised.value) == (
+        "scoped_query must be a function from a reader's scope ids to a ScopeFilter"
+    )
+
+
+def test_reading_as_a_mapping_is_refused_naming_what_it_got() -> None:
+    with pytest.raises(TypeError) as raised:
+        reading_as({"sam": "private"})  # type: ignore[arg-type]  # the point
+    assert str(raised.value) == (
+        "reading_as needs a ScopeDirectory (a request may switch readers but not switch "
+        "authorization off), not dict"
+    )
+
+
+def test_reading_as_left_in_another_context_is_refused_naming_the_handles() -> None:
+    # As a FastAPI `def` dependency with `yield` does: each half in a context of its own.
+    block = reading_as(SAM)
+    contextvars.copy_context().run(block.__enter__)
+    with pytest.raises(RuntimeError) as raised:
+        block.__exit__(None, None, None)
+    assert str(raised.value) == (
+        "reading_as was left in another context than it was entered in (a FastAPI `def` "
+        "dependency with `yield` runs each half on a thread pool), so it cannot take its "
+        f"reader back. Bind the reader to the objects the request uses instead: {HANDLES}"
+    )
+
+
+def test_a_reader_sent_as_data_is_refused_saying_the_reader_is_the_servers_to_choose() -> None:
+    step = AizkEvidenceCompressor().as_runnable()
+    with pytest.raises(TypeError) as raised:
+        step.invoke([], config={"configurable": {"aizk_directory": {"sam": "private"}}})
+    assert str(raised.value) == (
+        "configurable 'aizk_directory' must be a ScopeDirectory (a call may switch readers but "
+        "not switch authorization off), not dict; a reader is the server's to choose: set it "
+        "where the server authenticates the request, never from what a client sends"
+    )

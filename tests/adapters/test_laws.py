@@ -859,7 +859,7 @@ def test_the_cut_table_is_logged_at_debug_level_with_the_lanes(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger=adapter.logger)
     answer = adapter.run(seed_entries(), directory=READER, budget=40)
-    [record] = [r for r in caplog.records if r.name == adapter.logger]
+    [record] = adapter.logged(caplog)
     assert record.levelno == logging.DEBUG
     message = record.getMessage()
     assert "budget 40" in message
@@ -874,7 +874,7 @@ def test_nothing_is_logged_when_debug_is_off(
     caplog.set_level(logging.INFO, logger=adapter.logger)
     adapter.run(seed_entries(), directory=READER)
     # The one record is the warning that the unscoped item was withheld beside the kept ones.
-    [record] = [r for r in caplog.records if r.name == adapter.logger]
+    [record] = adapter.logged(caplog)
     assert record.levelno == logging.WARNING
     assert record.getMessage().startswith("aizk withheld 1 item names no scope")
 

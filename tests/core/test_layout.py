@@ -12,7 +12,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
@@ -188,6 +188,8 @@ def _reference_uuid(value: str) -> UUID | None:
 
 
 @given(st.one_of(uuid_like, st.uuids().map(str), st.uuids().map(lambda u: str(u).upper())))
+@example("-" * 20 + "0" * 32)  # longer than any usual spelling, and still a UUID
+@example("urn:uuid:{" + "A" * 32 + "}")
 def test_metadata_uuids_accept_exactly_what_the_standard_library_accepts(value: str) -> None:
     expected = _reference_uuid(value)
     other = UUID(int=7)

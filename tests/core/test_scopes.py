@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aizk_integrations import PUBLIC, Scope, ScopeDirectory
+from aizk_integrations import PUBLIC, Scope, ScopeDirectory, scope_metadata
 
 ORGS = {"org-a": Scope(name="alpha", description="A"), "org-b": Scope(name="beta")}
 
@@ -88,3 +88,70 @@ def test_a_directory_dumps_to_plain_json() -> None:
         "name": "private",
         "description": "",
     }
+
+
+def test_organizations_given_as_names_are_refused_showing_the_scope_to_write() -> None:
+    with pytest.raises(TypeError) as raised:
+        ScopeDirectory.for_caller("sam", {"org-team": "Team"})  # type: ignore[arg-type]  # the point
+    assert str(raised.value) == (
+        "organization 'org-team' maps to str, not a Scope: write {'org-team': Scope(name='Team')}"
+    )
+    with pytest.raises(TypeError) as raised:
+        ScopeDirectory.for_caller("sam", {"org-team": {"name": "Team"}})  # type: ignore[arg-type]  # the point
+    assert str(raised.value) == (
+        "organization 'org-team' maps to dict, not a Scope: write {'org-team': Scope(name=...)}"
+    )
+
+
+def test_organizations_given_as_a_list_of_ids_are_refused_showing_the_mapping_to_write() -> None:
+    with pytest.raises(TypeError) as raised:
+        ScopeDirectory.for_caller("sam", ["org-team"])  # type: ignore[arg-type]  # the point
+    assert str(raised.value) == (
+        "organizations must map each organization's scope id to a Scope, e.g. "
+        "{'org-team': Scope(name='team')}, not a list"
+    )
+
+
+def test_an_organization_named_private_is_refused_naming_its_key() -> None:
+    with pytest.raises(ValueError, match="is named") as raised:
+        ScopeDirectory.for_caller("sam", {"org": Scope(name="private")})
+    assert str(raised.value) == (
+        "organization 'org' is named 'private': that name is the reader's own scope; give the "
+        "organization its own name"
+    )
+
+
+caller_ids = st.one_of(
+    st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=8),
+    st.uuids(),
+    st.uuids().map(lambda uuid: str(uuid).upper()),
+    st.integers(),
+)
+"""Every form a caller id takes: a name, a UUID in either spelling, a database id."""
+
+
+@given(caller_ids, st.uuids())
+def test_the_private_scope_id_is_the_callers_id_as_every_item_names_it(
+    caller: str | UUID | int, organization: UUID
+) -> None:
+    directory = ScopeDirectory.for_caller(caller, {organization: Scope(name="team")})
+    # An int is its decimal text, however many digits; text spelling a UUID is canonical.
+    expected = str(UUID(caller)) if isinstance(caller, str) and _is_uuid(caller) else str(caller)
+    assert directory.private_scope_id == expected
+    assert directory.scopes[expected] == Scope(name="private")
+    # What a tool writes the reader's own memory under is readable by that reader alone.
+    assert directory.may_read(scope_metadata(expected)["scopes"])
+    assert not ScopeDirectory.for_caller("someone-else", {}).may_read([expected])
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_a_directory_with_no_private_scope_has_no_private_scope_id() -> None:
+    assert ScopeDirectory(scopes={"org-a": Scope(name="alpha")}).private_scope_id is None
+    assert reader().private_scope_id == "me"

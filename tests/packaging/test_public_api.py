@@ -39,6 +39,15 @@ def test_the_public_names_are_pinned() -> None:
         assert getattr(aizk_integrations, name) is not None
 
 
+def test_a_scope_directory_offers_the_members_the_docs_name() -> None:
+    from aizk_integrations import ScopeDirectory
+
+    members = {name for name in vars(ScopeDirectory) if not name.startswith(("_", "model_"))}
+    assert members == {"for_caller", "may_read", "permits", "private_scope_id", "resolve"}
+    assert isinstance(vars(ScopeDirectory)["private_scope_id"], property)
+    assert set(ScopeDirectory.model_fields) == {"scopes"}
+
+
 def test_the_adapter_modules_export_what_the_docs_name() -> None:
     from aizk_integrations import counters, langchain, langchain_agents, llama_index
 
