@@ -96,10 +96,11 @@ FORCE_ROW_SECURITY: Final = "ALTER TABLE {table} FORCE ROW LEVEL SECURITY"
 """FORCE subjects the table's owner to the policy too (superusers and BYPASSRLS roles never are)."""
 
 READER_POLICY: Final = (
-    "CREATE POLICY aizk_reader_scopes ON {table} USING ({readable}) WITH CHECK ({readable})"
+    "CREATE POLICY aizk_reader_scopes ON {table} USING {readable} WITH CHECK {readable}"
 )
 """For every command: a role sees, updates and deletes only rows within the transaction's reader
-ids, and writes only rows within them. Reading roles are granted SELECT alone."""
+ids, and writes only rows within them. Reading roles are granted SELECT alone. (`READABLE_ROW`
+brings its own parentheses.)"""
 
 GRANT_SCHEMA: Final = "GRANT USAGE ON SCHEMA {schema} TO {role}"
 GRANT_READ: Final = "GRANT SELECT ON {table} TO {role}"

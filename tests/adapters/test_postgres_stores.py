@@ -1,6 +1,6 @@
 """Both frameworks' Postgres stores on a real server, sync and async: each keeps a document's
-scopes where the readable-row condition reads them, and under the row-level security policy each
-store's own unfiltered search returns only the request's reader's documents.
+scopes where the readable-row condition and the scopes index read them, and under the row-level
+security policy each store's own unfiltered search returns only the request's reader's documents.
 
 The reader reaches the policy through a listener on the engine's `begin` event, which runs
 `SET_READER_IDS` at the start of every transaction the store opens: both stores take an engine
@@ -29,11 +29,13 @@ from aizk_integrations._postgres import (
     PGVECTOR_TABLE,
     SET_READER_IDS,
     StoreTable,
+    embedding_index,
     llama_index_table,
     readable_row,
     reader_ids,
     reading_grants,
     row_security,
+    scopes_index,
 )
 from tests.postgres import Server, fresh_database
 from tests.scoped_corpus import DIMENSIONS, READERS, hash_vector, notes, organizations_of
@@ -93,12 +95,31 @@ def server(postgres_server: Server) -> Iterator[Server]:
 
 
 def _secure(server: Server, table: StoreTable) -> None:
-    """Put `table` under the policy and let the app's role read it, as a migration would."""
+    """Index `table`, put it under the policy and let the app's role read it, as a migration
+    would."""
+    statements = [scopes_index(table, "scopes"), embedding_index(table)]
+    statements += [*row_security(table, "scopes"), *reading_grants(APP, table)]
     engine = create_engine(server.url())
     try:
         with engine.begin() as connection:
-            for statement in [*row_security(table, "scopes"), *reading_grants(APP, table)]:
+            for statement in statements:
                 connection.exec_driver_sql(statement.as_string())
+            connection.exec_driver_sql(f'ANALYZE "{table.schema}"."{table.name}"')
+    finally:
+        engine.dispose()
+
+
+def _scopes_index_serves(server: Server, table: StoreTable) -> bool:
+    """Whether the condition can be answered through `table`'s scopes index (a table this small
+    is otherwise scanned, so scans are turned off)."""
+    condition = readable_row(table, "scopes").as_string()
+    query = text(f'EXPLAIN SELECT 1 FROM "{table.schema}"."{table.name}" WHERE {condition}')
+    engine = create_engine(server.url())
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("SET LOCAL enable_seqscan = off"))
+            plan = connection.execute(query, {"reader_ids": reader_ids(["sam"])}).scalars()
+            return any(f"Bitmap Index Scan on {table.name}_aizk_scopes" in line for line in plan)
     finally:
         engine.dispose()
 
@@ -148,6 +169,7 @@ def test_pgvector_keeps_scopes_in_its_jsonb_metadata_where_the_condition_reads_t
     server: Server, pgvector: StoreTable
 ) -> None:
     assert _condition_finds(server, pgvector, "document", READER) == _readable_texts(READER)
+    assert _scopes_index_serves(server, pgvector)
 
 
 def test_under_the_policy_pgvectors_own_unfiltered_search_returns_only_the_readers_documents(
@@ -232,6 +254,7 @@ def test_pgvectorstore_keeps_scopes_in_its_metadata_column_where_the_condition_r
 ) -> None:
     table, _ = llama_index
     assert _condition_finds(server, table, "text", READER) == _readable_texts(READER)
+    assert _scopes_index_serves(server, table)
 
 
 def test_under_the_policy_pgvectorstores_own_unfiltered_queries_return_only_the_readers_nodes(
