@@ -29,7 +29,7 @@ if [[ "$(id -u)" != 0 ]]; then
 fi
 
 # The server itself where it is missing, the headers to build against, and a compiler.
-if [[ ! -x "$bindir/initdb" || ! -f "/usr/lib/postgresql/$major/lib/pgxs/src/makefiles/pgxs.mk" ]] \
+if [[ ! -x "$bindir/initdb" || ! -f "/usr/include/postgresql/$major/server/postgres.h" ]] \
     || ! command -v make >/dev/null || ! command -v gcc >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
