@@ -8,7 +8,9 @@ refuses to run as root, so as root it runs as the `postgres` user. pgvector come
 tools/install_pgvector.sh (users install it from their own package manager or image).
 
 Nothing here imports pytest or a database driver: `NoServerError` says in one line why no
-server could be started, and the caller decides whether that skips or fails.
+server could be started, and the caller decides whether that skips or fails. The tests take the
+`postgres_server` fixture (tests/conftest.py); a benchmark runs `with throwaway_server() as
+server:` itself (the editable install puts the repository root, so `tests`, on the path).
 """
 
 from __future__ import annotations

@@ -327,6 +327,7 @@ def test_on_an_async_pool_of_4_connections_no_request_sees_another_requests_read
                 if reader is not None:
                     ids = reader_ids({reader, *organizations_of(reader)})
                     await connection.execute(text(SET_READER_IDS), {"reader_ids": ids})
+                await connection.execute(text(ITERATIVE_SCAN))
                 await asyncio.sleep(0)  # let the other requests interleave on the pool
                 rows = await connection.execute(text("SELECT * FROM notes"))
                 return {row.id for row in rows}

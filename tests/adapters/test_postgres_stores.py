@@ -5,6 +5,8 @@ security policy each store's own unfiltered search returns only the request's re
 The reader reaches the policy through a listener on the engine's `begin` event, which runs
 `SET_READER_IDS` at the start of every transaction the store opens: both stores take an engine
 the app made (`PGVector(connection=engine)`, `PGVectorStore(engine=..., async_engine=...)`).
+Both are made with their default setup, as the app's role: with their tables in place, setup
+finds everything there and needs no more than the role's SELECT.
 """
 
 from __future__ import annotations
@@ -176,9 +178,7 @@ def test_under_the_policy_pgvectors_own_unfiltered_search_returns_only_the_reade
     server: Server, pgvector: StoreTable
 ) -> None:
     engine = _reads(create_engine(server.url(user=APP)))
-    store = PGVector(
-        embeddings=EMBEDDING, connection=engine, collection_name="notes", create_extension=False
-    )
+    store = PGVector(embeddings=EMBEDDING, connection=engine, collection_name="notes")
     try:
         with reading_as(READER):
             found = store.similarity_search("garden", k=len(STORED))
@@ -199,7 +199,6 @@ def test_under_the_policy_pgvectors_async_search_returns_only_the_readers_docume
             embeddings=EMBEDDING,
             connection=engine,
             collection_name="notes",
-            create_extension=False,
             async_mode=True,
         )
         try:
@@ -272,7 +271,7 @@ def test_under_the_policy_pgvectorstores_own_unfiltered_queries_return_only_the_
             table_name=table.name.removeprefix("data_"),
             embed_dim=DIMENSIONS,
             use_jsonb=use_jsonb,
-            perform_setup=False,
+            initialization_fail_on_error=True,  # its setup, as the app's role, must not fail
         )
         try:
             answers = {}
