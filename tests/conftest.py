@@ -1,7 +1,11 @@
-"""Fixtures every group of tests shares: the seed's own example recall, and a fresh process's
-logging state for each test."""
+"""Fixtures every group of tests shares: the seed's own example recall, a fresh process's logging
+state for each test, and a Postgres server."""
 
 from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack
 
 import pytest
 
@@ -17,6 +21,7 @@ from tests.golden import (
     SAM,
     SIDECAR,
 )
+from tests.postgres import NoServerError, Server, throwaway_server
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -54,3 +59,21 @@ def seed_candidates() -> list[Candidate]:
         Candidate(lane=Lane.FACTS, line=PREFERENCE, scopes=[SAM]),
         Candidate(lane=Lane.WORKING_MEMORY, line=SIDECAR, scopes=[SAM]),
     ]
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Server]:
+    """A PostgreSQL server with pgvector for the whole session, started on first use.
+
+    Where none can be started the tests that need one skip, saying why in one line; under CI
+    (`CI=true`), where .ci/run has installed pgvector, they fail instead, so a broken install
+    cannot pass as a green run of fewer tests.
+    """
+    with ExitStack() as running:
+        try:
+            server = running.enter_context(throwaway_server())
+        except NoServerError as unavailable:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"CI needs a PostgreSQL server with pgvector: {unavailable}")
+            pytest.skip(f"no PostgreSQL server with pgvector: {unavailable}")
+        yield server

@@ -1,0 +1,69 @@
+"""The Postgres page shows the SQL the library composes and its tests run on a real server,
+statement for statement: a reader copying the policy, the grants or an index copies the tested
+one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from aizk_integrations._postgres import (
+    ITERATIVE_SCAN,
+    PGVECTOR_TABLE,
+    PREFER_VECTOR_INDEX,
+    ROW_SECURITY_ACTIVE,
+    SET_READER_IDS,
+    embedding_index,
+    llama_index_table,
+    readable_row,
+    reading_grants,
+    row_security,
+    scopes_index,
+)
+from tests.docs.pages import DOCS, blocks
+
+PAGE = DOCS / "postgres.md"
+
+
+def _spaceless(sql: str) -> str:
+    """SQL without comments and whitespace, so a statement laid out over lines still matches."""
+    return re.sub(r"\s+", "", re.sub(r"--[^\n]*", "", sql))
+
+
+def _shown() -> set[str]:
+    """Every statement of the page's sql blocks, and each block whole."""
+    shown = set()
+    for block in blocks(PAGE):
+        if block.language == "sql":
+            shown.add(_spaceless(block.code))
+            shown |= {_spaceless(each) for each in block.code.split(";") if each.strip()}
+    return shown
+
+
+COMPOSED = [
+    *row_security(PGVECTOR_TABLE, "scopes"),
+    *row_security(llama_index_table("notes"), "scopes"),
+    *reading_grants("app_reader", PGVECTOR_TABLE),
+    scopes_index(PGVECTOR_TABLE, "scopes"),
+    embedding_index(PGVECTOR_TABLE),
+]
+
+
+@pytest.mark.parametrize("statement", [each.as_string() for each in COMPOSED])
+def test_the_page_shows_each_composed_statement_as_the_library_writes_it(statement: str) -> None:
+    assert _spaceless(statement) in _shown()
+
+
+@pytest.mark.parametrize(
+    "statement", [SET_READER_IDS, ITERATIVE_SCAN, PREFER_VECTOR_INDEX, ROW_SECURITY_ACTIVE]
+)
+def test_the_page_shows_each_per_transaction_statement_as_the_library_runs_it(
+    statement: str,
+) -> None:
+    assert _spaceless(statement) in _shown()
+
+
+def test_the_page_shows_the_readable_row_condition_as_the_library_writes_it() -> None:
+    condition = readable_row(PGVECTOR_TABLE, "scopes").as_string()
+    assert _spaceless(condition)[1:-1] in _shown()  # without its outer parentheses
