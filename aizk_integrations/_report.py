@@ -74,6 +74,8 @@ def max_fetch_message(fetched: Fetched, kept: int) -> str:
         "or narrow the store query to the reader (a store with a built-in filter, or your "
         "own filter: StoreSearch in LangChain, scoped_query in LlamaIndex)"
     )
+
+
 _SAID: set[str] = set()
 """The advice on other readers' text in the framework's channels already logged by this process:
 it is the same on every call, and the app's logs need it once."""
@@ -146,7 +148,7 @@ def unscoped_message(packing: Packing[Any], scopes_key: str) -> str | None:
     withheld = sum(held.reason is Withheld.UNSCOPED for held in packing.withheld)
     if withheld:
         return (
-            f"aizk withheld {_items(withheld, 'name')} no scope under the metadata key "
+            f"aizk withheld {_count(withheld)} with no scope under the metadata key "
             f"{scopes_key!r}: an item is shown for its scopes, and public evidence names the "
             "public scope (scope_metadata(PUBLIC)). If they had scopes, a store or a step such "
             "as filter_complex_metadata dropped them: write them back as a list "
@@ -158,7 +160,7 @@ def unscoped_message(packing: Packing[Any], scopes_key: str) -> str | None:
     )
     if shown and scoped:
         return (
-            f"aizk showed {_items(shown, 'name')} no scope beside items that name scopes "
+            f"aizk showed {_count(shown)} with no scope beside items that name scopes "
             "(allow_unscoped): if a step such as filter_complex_metadata stripped their scopes, "
             "they may be someone's private items. Write public items with "
             "scope_metadata(PUBLIC) and keep allow_unscoped for corpora that name no scopes"
@@ -191,6 +193,10 @@ def bad_records_message(packing: Packing[Any], scopes_key: str) -> str | None:
             "scope ids, withheld from every reader (write scopes with scope_metadata)"
         )
     return "aizk withheld what it could not show: " + "; ".join(said) if said else None
+
+
+def _count(count: int) -> str:
+    return "1 item" if count == 1 else f"{count} items"
 
 
 def _items(count: int, verb: str) -> str:

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from aizk_integrations._errors import quoted
 from aizk_integrations._tokens import is_int
-from aizk_integrations._uuids import CANONICAL_UUID, canonical_uuid, uuid_text
+from aizk_integrations._uuids import CANONICAL_UUID, canonical_uuid
 
 PUBLIC = "aizk:public"
 """The scope id of evidence every reader may read. Public is a scope written at ingestion
@@ -50,13 +50,13 @@ def scope_id(value: object) -> str:
     """One scope id as the text every directory and item agree on: a UUID as its canonical
     text; an int (a database id) as its decimal text; any other non-empty string as it is.
 
-    A UUID's text is read in the spellings code writes it in (`str(uuid)`, `uuid.hex`,
-    `uuid.urn`, in braces, each in small letters or in capitals); the many others `uuid.UUID`
-    also parses (mixed case, hyphens anywhere) are refused, because no store filter can be
-    asked for every one of them: an item spelled so would be shown by the packer but never
-    found by the store. A store or a pipeline that cannot keep a list tempts people to write
-    `"sam,org-team"`; read as one id, it would silently be a scope nobody is in, so it is
-    refused with the way out, as is any line break.
+    A UUID's text is read as a UUID in the spellings code writes it in (`str(uuid)`,
+    `uuid.hex`, `uuid.urn`, in braces, each all in small letters or all in capitals): those are
+    the spellings a store filter is asked for (`uuid_spellings`), so the packer and the store
+    agree on every item. Any other text is an id as it stands, so a mixed-case UUID is a scope
+    of its own, found and shown only under that spelling. A store or a pipeline that cannot
+    keep a list tempts people to write `"sam,org-team"`; read as one id, it would silently be a
+    scope nobody is in, so it is refused with the way out, as is any line break.
     """
     if isinstance(value, UUID):
         return canonical_uuid(value)
@@ -66,22 +66,16 @@ def scope_id(value: object) -> str:
         raise TypeError(
             f"each scope id must be a non-empty str, a UUID or an int, not {quoted(value)}"
         )
-    canonical = uuid_text(value)
-    if canonical is not None:
-        if value not in uuid_spellings(canonical):
+    if _UUID_SPELLING(value):
+        return canonical_uuid(UUID(value))
+    refused = _REFUSED(value)
+    if refused is not None:
+        found = refused.group()
+        if found in LINE_BREAKS:
             raise ValueError(
-                f"scope id {quoted(value)} is a UUID in a spelling store filters cannot be "
-                "asked for; write it as str(uuid) (or uuid.hex, uuid.urn, in braces, all in "
-                "small letters or all in capitals)"
+                f"scope id {quoted(value)} holds a line break (U+{ord(found):04X}); an id is "
+                "one line: store several ids as a list (aizk_integrations.scope_metadata)"
             )
-        return canonical
-    line_break = next((char for char in value if char in LINE_BREAKS), None)
-    if line_break is not None:
-        raise ValueError(
-            f"scope id {quoted(value)} holds a line break (U+{ord(line_break):04X}); an id is "
-            "one line: store several ids as a list (aizk_integrations.scope_metadata)"
-        )
-    if _ENCODED_LIST(value):
         raise ValueError(
             f"scope id {quoted(value)} looks like several ids encoded in one string; store the "
             "ids as a list (aizk_integrations.scope_metadata writes them in a form every "
@@ -90,8 +84,20 @@ def scope_id(value: object) -> str:
     return value
 
 
-_ENCODED_LIST = re.compile(r"[,;|]|^\s*[\[({]").search
-"""What a list written into one string looks like: separators, or an opening bracket."""
+_REFUSED = re.compile(rf"[{LINE_BREAKS},;|]|^\s*[\[({{]").search
+"""A line break anywhere, or what a list written into one string looks like: separators, or an
+opening bracket."""
+
+
+def _spelled(hyphenated: str, hexadecimal: str) -> str:
+    return rf"{hyphenated}|{hexadecimal}|urn:uuid:{hyphenated}|\{{{hyphenated}\}}"
+
+
+_SMALL = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_UUID_SPELLING = re.compile(
+    f"{_spelled(_SMALL, '[0-9a-f]{32}')}|{_spelled(_SMALL.upper(), '[0-9A-F]{32}')}"
+).fullmatch
+"""The spellings of a UUID's text that are read as one: each of `uuid_spellings`'."""
 
 _CANONICAL_UUID = re.compile(CANONICAL_UUID).fullmatch
 

@@ -19,7 +19,11 @@ from aizk_integrations._scope_ids import Spellings, spellings
 CHROMA_MOST_VALUES = 256
 """Spellings a Chroma `where` names at most: at 256 a query took 45 ms against 5 ms for one."""
 QDRANT_MOST_VALUES = 1024
-"""Spellings a Qdrant filter names at most: a server indexes them; local mode slows with each."""
+"""Spellings a Qdrant server's filter names at most: it answers them from its payload index."""
+QDRANT_LOCAL_MOST_VALUES = 64
+"""Spellings a filter names at most in Qdrant's local mode (`":memory:"` or a path), which
+compares every stored value with every value of a filter: 30 ms a query for one value over
+2,000 points, 100 ms for 100, 770 ms for 1,000, where a page of the unfiltered ranking took 2."""
 
 
 def chroma_where(key: str, scope_ids: frozenset[str]) -> dict[str, Any] | None:
@@ -40,16 +44,19 @@ def chroma_where(key: str, scope_ids: frozenset[str]) -> dict[str, Any] | None:
     return {"$or": clauses}
 
 
-def qdrant_filter(key: str, scope_ids: frozenset[str]) -> Any | None:
-    """A Qdrant filter for the reader's items, or `None` past `QDRANT_MOST_VALUES`: then the
-    store is paged unfiltered.
+def qdrant_filter(key: str, scope_ids: frozenset[str], client: Any) -> Any | None:
+    """A Qdrant filter for the reader's items, or `None` past what `client` answers well
+    (`QDRANT_MOST_VALUES`, `QDRANT_LOCAL_MOST_VALUES` in local mode): then the store is paged
+    unfiltered.
 
     Exact for items whose scopes are texts: one of them is the reader's (`MatchAny`) and none
     is not (`must_not` `MatchExcept`, which on a list means "some value outside these"). A
     condition takes values of one type, so an item holding a number is let through when one of
     its numbers is the reader's, and re-checked.
     """
-    values = _within(scope_ids, QDRANT_MOST_VALUES)
+    options = getattr(client, "init_options", None) or {}
+    local = options.get("location") == ":memory:" or options.get("path") is not None
+    values = _within(scope_ids, QDRANT_LOCAL_MOST_VALUES if local else QDRANT_MOST_VALUES)
     if values is None:
         return None
     from qdrant_client.http import models  # the store's own package, loaded by the app already

@@ -77,4 +77,4 @@ def is_scope_name(name: str) -> bool:
         Scope(name=name)
     except ValidationError:
         return False
-    return name.casefold() != "private"
+    return name.casefold() != "private" and name != "public"  # the reader's own, and everyone's

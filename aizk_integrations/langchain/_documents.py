@@ -16,7 +16,8 @@ RECALL_METADATA_KEY: Final = BLOCK_KEY
 """Metadata key of the block `Document` holding the public `RecallResult` JSON."""
 
 COUNTS_METADATA_KEY: Final = "aizk_counts"
-"""Metadata key of the block `Document` holding kept, cut-by-budget, withheld, tokens, budget."""
+"""Metadata key of the block `Document` holding its counts (`Packing.counts`): no lanes, ids
+or text."""
 
 CITATIONS_METADATA_KEY: Final = "aizk_citations"
 """Metadata key of a cited block `Document` (`cite=True`) listing each number's item: `number`,

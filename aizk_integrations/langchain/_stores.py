@@ -112,13 +112,14 @@ class _Chroma(_Filtered):
 
 class _Qdrant(_Filtered):
     """Exact for scopes held as texts, necessary for numbers (`qdrant_filter`); paged past
-    `QDRANT_MOST_VALUES`."""
+    what the client answers well (fewer values in local mode than from a server)."""
 
     def __init__(self, store: Any, key: str) -> None:
         super().__init__(store, f"{store.metadata_payload_key}.{key}")
+        self._client = store.client
 
     def filter_for(self, scope_ids: frozenset[str]) -> Any | None:
-        return qdrant_filter(self._key, scope_ids)
+        return qdrant_filter(self._key, scope_ids, self._client)
 
 
 class _Unfiltered(_Filtered):

@@ -13,8 +13,11 @@ class AizkEvidencePacked(BaseEvent):
     which is when "why is my context empty?" gets asked.
     """
 
-    counts: dict[str, int] = Field(
-        description="kept, cut_by_budget, withheld, tokens_used, budget: no lanes, ids or text."
+    counts: dict[str, int | bool] = Field(
+        description=(
+            "kept, cut_by_budget, withheld (unreadable and malformed among them), tokens_used, "
+            "budget, max_fetch_reached: no lanes, ids or text."
+        )
     )
 
     @classmethod

@@ -24,7 +24,7 @@ from aizk_integrations._run import Packing, cited_items
 RECALL_KEY: Final = BLOCK_KEY
 """Metadata key of the block node holding the public `RecallResult` JSON."""
 COUNTS_KEY: Final = "aizk_counts"
-"""Metadata key of the block node holding kept, cut-by-budget, withheld, tokens, budget."""
+"""Metadata key of the block node holding its counts (`Packing.counts`): no lanes, ids or text."""
 CITATIONS_KEY: Final = "aizk_citations"
 """Metadata key of a cited block node listing each number's item: `number`, the kept node's
 `id`, and its citation keys' values, for a "Sources" panel or mapping `[n]` back."""

@@ -91,11 +91,12 @@ def built_in_filter(
 class _Qdrant(_Plan):
     """Exact for scopes held as texts, necessary for numbers (`_store_filters.qdrant_filter`),
     passed as Qdrant's own filter rather than as LlamaIndex's IN and NOT(NIN), which on a list
-    mean something else in other stores; the same filter serves a Qdrant server. Paged past
-    `QDRANT_MOST_VALUES`."""
+    mean something else in other stores; the same filter serves a Qdrant server. Paged past what
+    the client answers well (fewer values in local mode than from a server)."""
 
     def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter:
-        qdrant_filters = qdrant_filter(self._key, scope_ids)
+        store: Any = self._store  # an async-only store has no client to say it is local
+        qdrant_filters = qdrant_filter(self._key, scope_ids, store.client)
         if qdrant_filters is None:
             return ScopeFilter()
         return ScopeFilter(store_kwargs={"qdrant_filters": qdrant_filters})

@@ -419,7 +419,11 @@ def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> N
             [("loader text", {}), ("splitter text", {})],
             "If they had scopes, a store or a step such as filter_complex_metadata dropped them",
         ),
-        ({"directory": SAM}, [("loader text", {})], "1 item names no scope under the metadata"),
+        (
+            {"directory": SAM},
+            [("loader text", {})],
+            "aizk withheld 1 item with no scope under the metadata",
+        ),
         (
             {"directory": SAM},
             [("Ana's", {"scopes": ["ana"]}), ("Bo's", {"scopes": ["bo"]})],

@@ -876,7 +876,7 @@ def test_nothing_is_logged_when_debug_is_off(
     # The one record is the warning that the unscoped item was withheld beside the kept ones.
     [record] = adapter.logged(caplog)
     assert record.levelno == logging.WARNING
-    assert record.getMessage().startswith("aizk withheld 1 item names no scope")
+    assert record.getMessage().startswith("aizk withheld 1 item with no scope")
 
 
 # Whole-block budgets

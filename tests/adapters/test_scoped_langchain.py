@@ -428,7 +428,7 @@ def test_a_list_dropped_by_filter_complex_metadata_is_withheld_and_the_advice_ne
     with caplog.at_level(logging.WARNING):
         packer = AizkEvidenceCompressor(directory=directory_of("user-00"))
         assert packer.compress_documents([dropped], "q") == []
-    assert "names no scope" in caplog.text
+    assert "1 item with no scope under the metadata key 'scopes'" in caplog.text
     assert "allow_unscoped" not in caplog.text
     assert "allow_scoped_without_reader" not in caplog.text
 

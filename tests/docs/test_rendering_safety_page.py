@@ -85,7 +85,8 @@ ROWS = table_rows()
 def shown_for_text(text: object) -> str:
     """The item's lines after its label, the same through both adapters and the core."""
     assert isinstance(text, str)
-    [document] = AizkEvidenceCompressor().compress_documents([Document(text)], query="")
+    strict = AizkEvidenceCompressor(raise_on_malformed=True)  # a refused row raises, not withheld
+    [document] = strict.compress_documents([Document(text)], query="")
     block = document.page_content
     [node] = shown_by_llama_index(text)
     assert node.node.get_content() == block
@@ -95,7 +96,7 @@ def shown_for_text(text: object) -> str:
 
 
 def shown_by_llama_index(text: str) -> list[NodeWithScore]:
-    return AizkEvidencePostprocessor().postprocess_nodes(
+    return AizkEvidencePostprocessor(raise_on_malformed=True).postprocess_nodes(
         [NodeWithScore(node=TextNode(text=text), score=1.0)]
     )
 
@@ -135,10 +136,10 @@ def resource_line_uri(block: str) -> str:
 
 def shown_for_artifact_id(artifact_id: object) -> str:
     metadata = {"artifact_id": artifact_id, "artifact_content_id": CONTENT_ID}
-    [document] = AizkEvidenceCompressor().compress_documents(
+    [document] = AizkEvidenceCompressor(raise_on_malformed=True).compress_documents(
         [Document("x", metadata=metadata)], query=""
     )
-    [node] = AizkEvidencePostprocessor().postprocess_nodes(
+    [node] = AizkEvidencePostprocessor(raise_on_malformed=True).postprocess_nodes(
         [NodeWithScore(node=TextNode(text="x", metadata=metadata), score=1.0)]
     )
     assert document.page_content == node.node.get_content()
