@@ -124,7 +124,8 @@ def missing_message(packing: Packing[Any], per_request: str, scopes_key: str) ->
             )
             advice.append(
                 f"the first item the reader may see {need} the budget of "
-                f"{packing.budget}: raise the budget or shorten the evidence"
+                f"{packing.budget}: raise the budget, or split long documents into excerpts "
+                "when they are stored (a text splitter at ingestion)"
             )
     elif not packing.kept and reasons[Withheld.NOT_PERMITTED]:
         advice.append(

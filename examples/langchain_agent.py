@@ -2,10 +2,11 @@
 
 Run it from the repository root with `python examples/langchain_agent.py` after
 `pip install -e ".[all]"`. The agent is LangChain's `create_agent` with `AizkMemoryMiddleware`:
-before each model call it retrieves for the latest user message from the example corpus, packs
-what the turn's reader may see, and hands the model the block as a user message just before
-the question, never in the system prompt. The chat model is LangChain's fake, which prints the
-messages it is given, so what you see is exactly what a real model would have read.
+before each model call it retrieves for the latest user message from the example corpus (asking
+the store only for the turn's reader's notes, `AizkScopedRetriever`), packs them, and hands the
+model the block as a user message just before the question, never in the system prompt. The chat
+model is LangChain's fake, which prints the messages it is given, so what you see is exactly
+what a real model would have read.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from aizk_integrations.langchain import AizkEvidenceCompressor
+from aizk_integrations.langchain import AizkEvidenceCompressor, AizkScopedRetriever
 from aizk_integrations.langchain_agents import AizkMemoryMiddleware
 
 TURNS = ("What is the book club reading?", "And what should I bring on Thursday?")
@@ -50,9 +51,9 @@ def main() -> None:
     store.add_documents(
         [Document(n["text"], id=n["id"], metadata=n["metadata"]) for n in load_notes()]
     )
-    memory = AizkMemoryMiddleware(
-        store.as_retriever(search_kwargs={"k": 12}), AizkEvidenceCompressor(budget=160)
-    )
+    # The store holds every reader's notes: it is asked only for the request's reader's.
+    scoped = AizkScopedRetriever(vectorstore=store, k=12)
+    memory = AizkMemoryMiddleware(scoped, AizkEvidenceCompressor(budget=160))
     for reader in ("sam", "ana"):
         answers = iter([AIMessage(f"(answer {n + 1} for {reader})") for n in range(len(TURNS))])
         agent = create_agent(

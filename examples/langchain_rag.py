@@ -1,9 +1,10 @@
-"""LangChain RAG over the example corpus, offline: a retriever, the packer and a fake LLM.
+"""LangChain RAG over the example corpus, offline: a scoped retriever, the packer and a fake LLM.
 
 Run it from the repository root with `python examples/langchain_rag.py` after
 `pip install -e ".[langchain]"`. The embeddings and the LLM are LangChain's deterministic fakes,
 so nothing goes over the network. One chain serves two readers: each request names its reader
-in the config, and each block holds only what that reader may see. The packer's cut table (which
+in the config, the store is asked only for that reader's notes (`AizkScopedRetriever`), and each
+block holds only what that reader may see. The packer's cut table (which
 names lanes, so it is for logs, never prompts) is logged at DEBUG level; this script shows it.
 """
 
@@ -20,7 +21,7 @@ from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from aizk_integrations.langchain import AizkEvidenceCompressor
+from aizk_integrations.langchain import AizkEvidenceCompressor, AizkScopedRetriever
 
 QUESTION = "What is happening with the book club and the reranker?"
 PROMPT = PromptTemplate.from_template(
@@ -42,9 +43,10 @@ def main() -> None:
 
     store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=64))
     store.add_documents(corpus_documents())
-    retriever = store.as_retriever(search_kwargs={"k": 12})
+    # The store holds every reader's notes: it is asked only for the request's reader's.
+    retriever = AizkScopedRetriever(vectorstore=store, k=12)
 
-    packer = AizkEvidenceCompressor(budget=128, directory=reader_directory("sam"))
+    packer = AizkEvidenceCompressor(budget=128)  # no reader of its own: each request names one
     llm = FakeListLLM(responses=["(a fake LLM's answer)"])
     # The usual RAG shape, keeping the block beside the answer so it can be shown.
     chain = {

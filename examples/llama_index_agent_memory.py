@@ -2,11 +2,11 @@
 
 Run it from the repository root with `python examples/llama_index_agent_memory.py` after
 `pip install -e ".[all]"`. The agent is a `FunctionAgent` with a `Memory` holding an
-`AizkMemoryBlock`: each turn the block retrieves for the user's message from the example corpus,
-packs what the reader named by `reading_as` may see, and the memory puts it into the user's
-turn (`InsertMethod.USER`), not the system prompt. The LLM is LlamaIndex's mock, which keeps the
-messages of its last call, so what is printed is exactly what a real model would have read; its
-answers are numbered placeholders.
+`AizkMemoryBlock`: each turn the block retrieves for the user's message from the example corpus
+(asking the index only for the notes of the reader `reading_as` names, `AizkScopedRetriever`),
+packs them, and the memory puts it into the user's turn (`InsertMethod.USER`), not the system
+prompt. The LLM is LlamaIndex's mock, which keeps the messages of its last call, so what is
+printed is exactly what a real model would have read; its answers are numbered placeholders.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
     AizkMemoryBlock,
+    AizkScopedRetriever,
     reading_as,
 )
 
@@ -46,7 +47,7 @@ async def converse(reader: str, index: VectorStoreIndex) -> None:
     llm.response_generator = answers(reader)
     agent = FunctionAgent(tools=[], llm=llm, system_prompt="Answer from the evidence you get.")
     evidence = AizkMemoryBlock(
-        retriever=index.as_retriever(similarity_top_k=12),
+        retriever=AizkScopedRetriever(index, similarity_top_k=12),  # the reader's notes only
         evidence=AizkEvidencePostprocessor(budget=160, budget_covers="block"),
     )
     store = create_async_engine("sqlite+aiosqlite:///:memory:")

@@ -2,9 +2,10 @@
 
 Run it from the repository root with `python examples/llama_index_query_engine.py`. It is
 offline: `MockEmbedding` stands in for an embedding model and `MockLLM` echoes the prompt it is
-given, so what it prints is exactly what a real model would have read. The same retrieval is
-shown to both readers of the example corpus; each sees only their own scopes, under their own
-names for them.
+given, so what it prints is exactly what a real model would have read. One retriever, built
+once, serves both readers of the example corpus: bound to a reader, it asks the index only for
+that reader's notes and packs them, so each sees only their own scopes, under their own names for
+them, and no other reader's text reaches LlamaIndex's logs or events.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from corpus import READERS, load_notes, reader_directory
 from llama_index.core import VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import TextNode
 
-from aizk_integrations.llama_index import AizkEvidencePostprocessor
+from aizk_integrations.llama_index import AizkEvidencePostprocessor, AizkScopedRetriever
 
 BUDGET = 160
 QUESTION = "What is going on this summer?"
@@ -32,11 +34,11 @@ def build_index() -> VectorStoreIndex:
 
 def main() -> None:
     index = build_index()
+    evidence = AizkEvidencePostprocessor(budget=BUDGET)  # no reader of its own
+    retriever = AizkScopedRetriever(index, similarity_top_k=len(load_notes()), evidence=evidence)
     for reader in READERS:
-        evidence = AizkEvidencePostprocessor(budget=BUDGET, directory=reader_directory(reader))
-        engine = index.as_query_engine(
-            llm=MockLLM(), node_postprocessors=[evidence], similarity_top_k=len(load_notes())
-        )
+        bound = retriever.for_reader(reader_directory(reader))  # per request
+        engine = RetrieverQueryEngine.from_args(bound, llm=MockLLM())
         response = engine.query(QUESTION)
         [block] = response.source_nodes
         print(f"===== what the model reads for {reader} (budget {BUDGET}) =====")

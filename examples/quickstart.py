@@ -7,6 +7,8 @@ embeddings are the frameworks' own fakes, and the LLMs are their fake and mock m
 For each reader it prints the block a LangChain chain puts into `{context}` and the block a
 LlamaIndex query engine hands its LLM, followed by the packer's cut table (the debugging view of
 what was kept and why the rest was not; it names lanes, so it goes to logs, never to prompts).
+In both, `AizkScopedRetriever` asks the shared store only for the reader's notes, so no other
+reader's text travels through the frameworks' logs, events or traces either.
 """
 
 from __future__ import annotations
@@ -19,16 +21,18 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListLLM
 from langchain_core.prompts import PromptTemplate
-from langchain_core.runnables import Runnable, RunnablePassthrough
+from langchain_core.runnables import Runnable, RunnableConfig, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import TextNode
 
 from aizk_integrations.langchain import AizkEvidenceCompressor
-from aizk_integrations.llama_index import AizkEvidencePostprocessor
+from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRetriever
+from aizk_integrations.llama_index import AizkEvidencePostprocessor, AizkScopedRetriever
 
 BUDGET = 160
 QUESTION = "What is happening with the book club and the reranker?"
@@ -37,8 +41,9 @@ PROMPT = PromptTemplate.from_template(
 )
 
 
-def langchain_chain(reader: str) -> Runnable[str, str]:
-    """retriever | packer -> prompt -> fake LLM, keeping the prompt so it can be shown."""
+def langchain_chain() -> Runnable[str, str]:
+    """retriever | packer -> prompt -> fake LLM, keeping the prompt so it can be shown; each
+    request names its reader in its config."""
     store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=64))
     store.add_documents(
         [
@@ -46,22 +51,25 @@ def langchain_chain(reader: str) -> Runnable[str, str]:
             for note in load_notes()
         ]
     )
-    packer = AizkEvidenceCompressor(budget=BUDGET, directory=reader_directory(reader))
-    retriever = store.as_retriever(search_kwargs={"k": 12})
+    packer = AizkEvidenceCompressor(budget=BUDGET)
+    retriever = LangChainScopedRetriever(vectorstore=store, k=12)
     llm = FakeListLLM(responses=["(the model's answer)"])
     chain = {"context": retriever | packer.as_runnable(), "question": RunnablePassthrough()}
     return (chain | RunnablePassthrough.assign(answer=PROMPT | llm)).pick("context")
 
 
 def llama_index_engine(reader: str) -> BaseQueryEngine:
-    """A vector index over the same notes, the packer as its node postprocessor, a mock LLM."""
+    """A vector index over the same notes, retrieved for `reader` and packed, a mock LLM."""
     nodes = [
         TextNode(id_=note["id"], text=note["text"], metadata=note["metadata"])
         for note in load_notes()
     ]
     index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
-    packer = AizkEvidencePostprocessor(budget=BUDGET, directory=reader_directory(reader))
-    return index.as_query_engine(llm=MockLLM(), node_postprocessors=[packer], similarity_top_k=12)
+    packer = AizkEvidencePostprocessor(budget=BUDGET)
+    retriever = AizkScopedRetriever(index, similarity_top_k=12, evidence=packer)
+    return RetrieverQueryEngine.from_args(
+        retriever.for_reader(reader_directory(reader)), llm=MockLLM()
+    )
 
 
 def main() -> None:
@@ -69,7 +77,8 @@ def main() -> None:
     logging.getLogger("aizk_integrations").setLevel(logging.DEBUG)
     for reader in READERS:
         print(f"\n######## {reader}: LangChain chain, budget {BUDGET} ########\n")
-        print(langchain_chain(reader).invoke(QUESTION))
+        config: RunnableConfig = {"configurable": {"aizk_directory": reader_directory(reader)}}
+        print(langchain_chain().invoke(QUESTION, config=config))
         print(f"\n######## {reader}: LlamaIndex query engine, budget {BUDGET} ########\n")
         response = llama_index_engine(reader).query(QUESTION)
         print(response.source_nodes[0].node.get_content() if response.source_nodes else "")
