@@ -265,7 +265,8 @@ class LangChainKind(Kind):
                     models.FieldCondition(key=key, match=models.MatchExcept(**{"except": ids}))
                 ],
             )
-        documents = self.store.similarity_search(question, k=need, filter=narrowing)
+        retriever = self.store.as_retriever(search_kwargs={"k": need, "filter": narrowing})
+        documents = retriever.invoke(question)  # as an app would write it, per request
         packer = self._packer.model_copy(update={"directory": reader})
         return _kept(packer.compress_documents(documents, question))
 

@@ -209,8 +209,7 @@ def packed_retrieval(
     `reader`, and is the request config of everything the retriever runs, so a scoped
     retriever inside another (`MultiQueryRetriever`, `MergerRetriever`...) reads it too."""
     if isinstance(retriever, AizkScopedRetriever):
-        request = retriever.request_for(query, reader)
-        return _packed_pages(compressor, request, config, request.search if request else None)
+        return _packed_pages(compressor, retriever.request_for(query, reader), config)
     with carrying(config):
         documents = retriever.invoke(query, config, **kwargs)
     return pack_documents(compressor, documents, config)
@@ -228,7 +227,7 @@ async def apacked_retrieval(
     if isinstance(retriever, AizkScopedRetriever):
         request = retriever.request_for(query, reader)
         if request is None:
-            return _packed_pages(compressor, None, config, None)
+            return _packed_pages(compressor, None, config)
         pages = await fetched_pages(
             lambda search: unreported_packing(
                 compressor, request.for_packer(compressor, config, search, Fetched()), config
@@ -245,14 +244,14 @@ def _packed_pages(
     compressor: AizkEvidenceCompressor,
     request: StoreRequest | None,
     config: RunnableConfig,
-    search: Search[Document] | None,
+    pages: Search[Document] | None = None,
 ) -> Packing[Document]:
     """A scoped request's pages packed and reported, what they cost learnt for the next
-    request's first page."""
-    if request is None or search is None:
+    request's first page; `pages` answers from pages an async store returned already."""
+    if request is None:  # no reader, or a reader of no scopes: nothing is asked of the store
         return pack_documents(compressor, [], config)
     fetched = Fetched()
-    documents = request.for_packer(compressor, config, search, fetched)
+    documents = request.for_packer(compressor, config, pages or request.search, fetched)
     packing = pack_documents(compressor, documents, config, fetched=fetched)
     request.retriever._page_size.learn(packing.tokens_used, len(packing.kept))
     return packing

@@ -155,3 +155,12 @@ def _is_uuid(text: str) -> bool:
 def test_a_directory_with_no_private_scope_has_no_private_scope_id() -> None:
     assert ScopeDirectory(scopes={"org-a": Scope(name="alpha")}).private_scope_id is None
     assert reader().private_scope_id == "me"
+
+
+def test_a_uuid_spelled_as_no_code_writes_it_is_an_id_as_it_stands() -> None:
+    mixed = "6F1C2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+    by_its_spelling = ScopeDirectory(scopes={mixed: Scope(name="team")})
+    assert by_its_spelling.may_read([mixed])
+    assert not by_its_spelling.may_read([mixed.lower()])
+    assert not ScopeDirectory(scopes={mixed.lower(): Scope(name="team")}).may_read([mixed])
+    assert scope_metadata(mixed) == {"scopes": [mixed]}
