@@ -155,3 +155,21 @@ def _is_uuid(text: str) -> bool:
 def test_a_directory_with_no_private_scope_has_no_private_scope_id() -> None:
     assert ScopeDirectory(scopes={"org-a": Scope(name="alpha")}).private_scope_id is None
     assert reader().private_scope_id == "me"
+
+
+@pytest.mark.parametrize("line_break", ["\n", "\r", "\u2028", "\x85", "\v", "\f"])
+def test_a_scope_id_holding_any_line_break_is_refused_as_a_key_and_when_written(
+    line_break: str,
+) -> None:
+    # Each of these ends a line for `str.splitlines`, as the block reads lines: read as one id,
+    # it would silently be a scope nobody is in.
+    held = f"org{line_break}team"
+    for build in (
+        lambda: ScopeDirectory.for_caller("me", {held: Scope(name="team")}),
+        lambda: ScopeDirectory.for_caller(held, {}),
+        lambda: ScopeDirectory(scopes={held: Scope(name="team")}),
+        lambda: scope_metadata(held),
+        lambda: scope_metadata(["me", held]),
+    ):
+        with pytest.raises(ValueError, match=rf"holds a line break \(U\+{ord(line_break):04X}\)"):
+            build()
