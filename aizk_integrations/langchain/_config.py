@@ -184,8 +184,16 @@ def request_reader(
             f"switch readers but not switch authorization off), not {type(directory).__name__}; "
             "a reader is the server's to choose: set it where the server authenticates the "
             "request, never from what a client sends"
+            + (_LOST_IN_SERIALIZATION if directory is None else "")
         )
     return directory
+
+
+_LOST_IN_SERIALIZATION = (
+    ". None is what LangChain's loads(..., ignore_unserializable_fields=True) leaves of a "
+    "reader bound with .with_config: dumpd cannot write one, so bind the reader again after "
+    "loading, or pickle the chain (a reader pickles)"
+)
 
 
 def missing_reader_advice(config: RunnableConfig, reader_of_user: ReaderOfUser | None) -> str:

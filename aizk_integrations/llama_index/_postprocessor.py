@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sized
 from typing import Any, TypedDict
 
 from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # the
@@ -46,6 +47,8 @@ _QUESTION_TO_POSTPROCESSOR = (
 
 _NOT_SERIALIZED = ("token_counter", "fit_to")
 """Settings that hold live objects: `to_dict` marks them, `from_dict` needs them passed again."""
+BOUND_READER_KEY = "bound_reader"
+"""Where `to_dict` writes the reader `for_reader` bound, for `from_dict` to bind it again."""
 
 
 class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
@@ -122,6 +125,13 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         bound._bound = directory
         return bound
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # LlamaIndex's own rebuilds the fields through `__init__`, which drops private
+        # attributes: a copy bound to a reader, unpickled in a process pool, would answer as
+        # nobody. The bound reader is put back.
+        super().__setstate__(state)
+        self._bound = (state.get("__pydantic_private__") or {}).get("_bound")
+
     def __setattr__(self, name: str, value: Any) -> None:
         # Pydantic would accept `budget = 10**6` silently, and even with validate_assignment it
         # keeps the bad value when the cross-field check fails. A shared instance must not change
@@ -140,24 +150,48 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
                 f"{type(self).__name__} with the setting you want"
             )
 
-    def _postprocess_nodes(
+    def postprocess_nodes(
         self,
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
+        query_str: str | None = None,
+    ) -> list[NodeWithScore]:
+        """Pack the nodes in the order given, for the reader of the call (see `reader_of`).
+
+        LlamaIndex's own entry point, but for what it hands on: its instrumentation opens a
+        span around `_postprocess_nodes` that records the arguments, and the nodes handed over
+        hold other readers' text on a path that did not scope retrieval. They travel boxed
+        (`Handed`), so the span records how many there were; its result is the reader's own.
+        """
+        if query_str is not None and query_bundle is not None:
+            raise ValueError("Cannot specify both query_str and query_bundle")
+        if query_str is not None:
+            query_bundle = QueryBundle(query_str)
+        return self._postprocess_nodes(Handed(nodes), query_bundle)
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore] | Handed,
+        query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
+        if isinstance(nodes, Handed):
+            nodes = nodes.nodes
         expect_sequence(nodes, NODES.expected, _QUESTION_TO_POSTPROCESSOR)
         limits = call_limits(self, query_bundle)
         packing = run(nodes, NODES, self, reader=reader_of(self), **limits)
         return packed_nodes(self, packing)
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        """The settings as a dict; a token counter or what `fit_to` fits, being live objects, is
-        marked rather than written."""
+        """The settings as a dict, and the reader `for_reader` bound (`bound_reader`), which a
+        restored copy must answer as; a token counter or what `fit_to` fits, being live
+        objects, is marked rather than written."""
         data = super().to_dict(**kwargs)
         for name in _NOT_SERIALIZED:
             if getattr(self, name) is not None:
                 data[f"{name}_not_serialized"] = True
+        if self._bound is not None:
+            data[BOUND_READER_KEY] = self._bound.model_dump(mode="json")
         return data
 
     @classmethod
@@ -176,8 +210,9 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
                     f"is not serialized; pass it again: "
                     f"AizkEvidencePostprocessor.from_dict(data, {name}=...)"
                 )
+        bound = data.pop(BOUND_READER_KEY, None)
         restored: AizkEvidencePostprocessor = super().from_dict(data, **kwargs)
-        return restored
+        return restored if bound is None else restored.for_reader(ScopeDirectory(**bound))
 
     async def _apostprocess_nodes(
         self,
@@ -185,7 +220,21 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """The sync path, run in place: packing never waits on I/O, so a thread buys nothing."""
-        return self._postprocess_nodes(nodes, query_bundle)
+        return self._postprocess_nodes(Handed(nodes), query_bundle)
+
+
+class Handed:
+    """The nodes handed to one call, as a tracing span records them: how many, not what they
+    say (they may be other readers'). Not a sequence, so no serializer walks into it."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self, nodes: list[NodeWithScore]) -> None:
+        self.nodes = nodes
+
+    def __repr__(self) -> str:
+        count = len(self.nodes) if isinstance(self.nodes, Sized) else "?"
+        return f"<{count} nodes handed to the packer>"
 
 
 class CallLimits(TypedDict):

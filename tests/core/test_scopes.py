@@ -164,3 +164,21 @@ def test_a_uuid_spelled_as_no_code_writes_it_is_an_id_as_it_stands() -> None:
     assert not by_its_spelling.may_read([mixed.lower()])
     assert not ScopeDirectory(scopes={mixed.lower(): Scope(name="team")}).may_read([mixed])
     assert scope_metadata(mixed) == {"scopes": [mixed]}
+
+
+@pytest.mark.parametrize("line_break", ["\n", "\r", "\u2028", "\x85", "\v", "\f"])
+def test_a_scope_id_holding_any_line_break_is_refused_as_a_key_and_when_written(
+    line_break: str,
+) -> None:
+    # Each of these ends a line for `str.splitlines`, as the block reads lines: read as one id,
+    # it would silently be a scope nobody is in.
+    held = f"org{line_break}team"
+    for build in (
+        lambda: ScopeDirectory.for_caller("me", {held: Scope(name="team")}),
+        lambda: ScopeDirectory.for_caller(held, {}),
+        lambda: ScopeDirectory(scopes={held: Scope(name="team")}),
+        lambda: scope_metadata(held),
+        lambda: scope_metadata(["me", held]),
+    ):
+        with pytest.raises(ValueError, match=rf"holds a line break \(U\+{ord(line_break):04X}\)"):
+            build()
