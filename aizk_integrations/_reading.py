@@ -87,8 +87,10 @@ class Held(NamedTuple):
 class Access(NamedTuple):
     """Who is reading, what they may see, and what becomes of their malformed items.
 
-    Fail closed: with no reader, an item that names scopes is shown to nobody, unless the app
-    opted in (`allow_scoped_without_reader`) because every caller may see everything.
+    Fail closed: with no reader, only public items are shown (in the public scope, or naming no
+    scope in a corpus the app declared public, `allow_unscoped`), unless the app opted in to
+    everything (`allow_scoped_without_reader`) because every caller may see everything. Public
+    is a scope, never an absence: an item whose scopes a pipeline stripped is shown to no one.
     """
 
     reader: ScopeDirectory | None
@@ -98,13 +100,16 @@ class Access(NamedTuple):
 
     def decide(self, ids: frozenset[str]) -> tuple[Scope, ...] | Withheld:
         """The reader's scopes for an item in `ids`, or why the item is withheld."""
+        if not ids:
+            public = self.allow_unscoped or (
+                self.reader is None and self.allow_scoped_without_reader
+            )
+            return () if public else Withheld.UNSCOPED
         if self.reader is None:
             # Nobody in particular is reading: only public items pass, unlabelled.
-            if ids and not ids <= _PUBLIC_ONLY and not self.allow_scoped_without_reader:
-                return Withheld.NO_READER
-            return ()
-        if not ids:
-            return () if self.allow_unscoped else Withheld.UNSCOPED
+            if ids <= _PUBLIC_ONLY or self.allow_scoped_without_reader:
+                return ()
+            return Withheld.NO_READER
         if not self.reader.permits(ids):
             return Withheld.NOT_PERMITTED
         return self.reader.resolve(ids)

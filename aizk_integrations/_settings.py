@@ -40,21 +40,26 @@ class PackingSettings(BaseModel):
         default=None,
         description=(
             "The reader's scopes, for calls that name no reader of their own. None: such calls "
-            "show only items that name no scope, unlabelled."
+            "show only public items, unlabelled."
         ),
     )
     allow_unscoped: bool = Field(
         default=False,
         strict=True,
-        description="With a reader, also show items whose metadata names no scope.",
+        description=(
+            "Also show items whose metadata names no scope, for a corpus public as a whole. Off "
+            "by default: public evidence names the public scope (scope_metadata(PUBLIC)), so an "
+            "item whose scopes a pipeline stripped is shown to no one."
+        ),
     )
     allow_scoped_without_reader: bool = Field(
         default=False,
         strict=True,
         description=(
-            "With no reader for a call (no directory, no per-request reader), also show items "
-            "that name scopes, unlabelled. Off by default: such items are withheld. Turn it on "
-            "only where every caller may see everything, such as a single-user app."
+            "With no reader for a call (no directory, no per-request reader), show every item, "
+            "unlabelled: those that name scopes and those that name none. Off by default: only "
+            "public items are shown. Turn it on only where every caller may see everything, "
+            "such as a single-user app."
         ),
     )
     raise_on_malformed: bool = Field(

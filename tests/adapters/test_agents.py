@@ -36,7 +36,7 @@ from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 from llama_index.core.utils import get_tokenizer
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from aizk_integrations import ScopeDirectory
+from aizk_integrations import PUBLIC, ScopeDirectory
 from aizk_integrations.langchain import AizkEvidenceCompressor, AizkEvidenceRetriever
 from aizk_integrations.langchain_agents import AizkMemoryMiddleware
 from aizk_integrations.llama_index import (
@@ -52,7 +52,7 @@ ANA = ScopeDirectory.for_caller("ana", {})
 NOTES = {
     "Sam: the reranker sidecar is back up.": ["sam"],
     "Ana: buy twine before Friday.": ["ana"],
-    "The office closes early on Friday.": [],
+    "The office closes early on Friday.": [PUBLIC],
 }
 INSTRUCTIONS = "You answer briefly."
 
@@ -99,7 +99,7 @@ def test_every_turn_gets_one_block_next_to_the_users_message_for_the_right_reade
     assert not any(BOUNDARY in str(m.content) for m in state["messages"])
 
 
-def test_with_no_reader_only_evidence_that_names_no_scope_is_recalled() -> None:
+def test_with_no_reader_only_public_evidence_is_recalled() -> None:
     recorder = ChatModelCalls()
     agent().invoke({"messages": [("human", "What is up?")]}, config={"callbacks": [recorder]})
     [block] = evidence_messages(recorder.calls[0])
@@ -195,8 +195,8 @@ def test_the_packers_counts_are_in_the_agents_trace() -> None:
         config={"configurable": {"aizk_directory": SAM}, "callbacks": [runs]},
     )
     [counts] = runs.counts
-    assert counts["kept"] == 1
-    assert counts["withheld"] == 2  # Ana's note, and the one that names no scope
+    assert counts["kept"] == 2  # Sam's note, and the public one
+    assert counts["withheld"] == 1  # Ana's note
 
 
 def test_the_middleware_uses_the_compressors_settings() -> None:
@@ -273,7 +273,7 @@ def test_the_block_reaches_the_llm_in_the_latest_user_turn_for_the_right_reader(
 
 
 @llama_index_agent
-def test_with_no_reader_the_memory_recalls_only_evidence_that_names_no_scope() -> None:
+def test_with_no_reader_the_memory_recalls_only_public_evidence() -> None:
     block = AizkMemoryBlock(retriever=notes_index().as_retriever(similarity_top_k=3))
     latest = run_turns(["What is up?"], None, block)[-1]
     assert "The office closes early" in str(latest.content)

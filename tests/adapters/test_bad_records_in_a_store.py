@@ -256,15 +256,6 @@ STRIPPING: dict[str, Callable[[ScopeDirectory | None], str]] = {
     "the compressor alone": compressor_with_its_directory,
     "scoped retrieval": scoped_retrieval,
 }
-NO_READER_GAP = pytest.mark.xfail(
-    reason=(
-        "with no reader the packer shows items that name no scope (the fail-closed default "
-        "shows 'what names no scope'), so a stripped private note is shown to a call that "
-        "names no reader; withholding them needs allow_unscoped to cover calls with no "
-        "reader too, which changes the no-reader default across docs and tests"
-    ),
-    strict=True,
-)
 
 
 @pytest.mark.parametrize(
@@ -276,18 +267,8 @@ NO_READER_GAP = pytest.mark.xfail(
             for label, reader in (("Sam", SAM), ("Ana", ANA))
         ],
         pytest.param(scoped_retrieval, None, id="scoped retrieval, no reader"),
-        pytest.param(
-            packer_only,
-            None,
-            id="a plain retriever and the LCEL step, no reader",
-            marks=NO_READER_GAP,
-        ),
-        pytest.param(
-            compressor_with_its_directory,
-            None,
-            id="the compressor alone, no reader",
-            marks=NO_READER_GAP,
-        ),
+        pytest.param(packer_only, None, id="a plain retriever and the LCEL step, no reader"),
+        pytest.param(compressor_with_its_directory, None, id="the compressor alone, no reader"),
     ],
 )
 def test_a_private_note_stripped_of_its_scopes_is_shown_to_no_one(

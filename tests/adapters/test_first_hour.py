@@ -485,7 +485,9 @@ def test_when_the_whole_block_is_over_the_table_and_the_warning_say_where_the_cu
     caplog.set_level(logging.DEBUG, logger=adapter.logger)
     entries: list[Entry] = [("x" * 40, {}) for _ in range(5)]
     # Piece by piece two items fit 60 tokens; the rendered block of even one does not.
-    run = adapter.run(entries, budget=60, budget_covers="block", token_counter=superadditive)
+    run = adapter.run(
+        entries, budget=60, budget_covers="block", token_counter=superadditive, allow_unscoped=True
+    )
     assert run.items == []
     [table] = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     decisions = [row[41:] for row in table.splitlines()[3:6]]

@@ -100,7 +100,7 @@ def test_a_failing_token_counter_is_an_error_naming_the_document() -> None:
     def counter(text: str) -> int:
         raise RuntimeError("tokenizer offline")
 
-    packer = AizkEvidenceCompressor(token_counter=counter)
+    packer = AizkEvidenceCompressor(token_counter=counter, allow_unscoped=True)
     with pytest.raises(EvidenceError, match=re.escape("documents[0] (id 'only'): token_counter")):
         packer.compress_documents([Document(id="only", page_content="x")], "q")
 
@@ -228,9 +228,7 @@ def test_a_bad_per_call_setting_is_an_error_naming_the_key_and_what_is_allowed(
 
 def test_a_per_call_reader_is_the_reader_of_an_instance_without_one() -> None:
     runnable = AizkEvidenceCompressor().as_runnable()
-    without = runnable.invoke(household())
-    assert UNSCOPED in without
-    assert ANA_NOTE not in without  # no reader: evidence that names scopes is withheld
+    assert runnable.invoke(household()) == ""  # no reader: only public evidence, and none is
     block = runnable.invoke(household(), config={"configurable": {"aizk_directory": reader("sam")}})
     assert ANA_NOTE not in block
     assert SAM_NOTE in block

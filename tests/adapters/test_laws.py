@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from aizk_integrations import EvidenceError, Lane, Scope, ScopeDirectory
+from aizk_integrations import PUBLIC, EvidenceError, Lane, Scope, ScopeDirectory
 from aizk_integrations.counters import counter_from_tiktoken
 from tests.adapters.harness import Adapter, Entry
 from tests.golden import ARTIFACT, CONTENT, GOLDEN, PLAN, PREFERENCE, SIDECAR
@@ -114,7 +114,7 @@ def test_the_public_json_and_counts_travel_with_the_block_and_nothing_internal(
 
 
 def test_items_map_through_metadata_with_the_design_defaults(adapter: Adapter) -> None:
-    answer = adapter.run([("plain", {}), ("fact", {"lane": "facts"})])
+    answer = adapter.run([("plain", {}), ("fact", {"lane": "facts"})], allow_unscoped=True)
     assert [item["provenance"] for item in answer.recall["evidence"]] == ["source", "derived"]
     assert answer.counts["tokens_used"] == 5  # "plain" is 2 tokens + 1, "fact" 1 + 1
 
@@ -126,7 +126,9 @@ class Text(str):
 def test_artifact_ids_given_as_a_str_subclass_make_the_same_uri(adapter: Adapter) -> None:
     plain = {"artifact_id": str(ARTIFACT), "artifact_content_id": str(CONTENT)}
     subclassed = {key: Text(value) for key, value in plain.items()}
-    answers = [adapter.run([("text", metadata)]) for metadata in (plain, subclassed)]
+    answers = [
+        adapter.run([("text", metadata)], allow_unscoped=True) for metadata in (plain, subclassed)
+    ]
     [first], [second] = (answer.recall["evidence"] for answer in answers)
     assert (
         first["resource_uri"]
@@ -137,7 +139,7 @@ def test_artifact_ids_given_as_a_str_subclass_make_the_same_uri(adapter: Adapter
 
 def test_a_lane_given_as_the_enum_member_maps_like_its_name(adapter: Adapter) -> None:
     lanes = [Lane.FACTS, Lane.WORKING_MEMORY, Lane.SOURCES]
-    answer = adapter.run([("text", {"lane": lane}) for lane in lanes])
+    answer = adapter.run([("text", {"lane": lane}) for lane in lanes], allow_unscoped=True)
     provenances = [item["provenance"] for item in answer.recall["evidence"]]
     assert provenances == ["derived", "session", "source"]
 
@@ -180,7 +182,7 @@ NAMES = {"sam": "private", "org-a": "alpha", "org-b": "beta", "org-c": "gamma", 
 scoped_entries = st.lists(
     st.tuples(
         st.integers(min_value=0, max_value=40),
-        st.lists(st.sampled_from(ALL_SCOPES), max_size=3),
+        st.lists(st.sampled_from([*ALL_SCOPES, PUBLIC]), max_size=3),
     ),
     max_size=20,
 ).map(
@@ -266,13 +268,18 @@ def test_unscoped_items_appear_only_when_allowed(
 
 
 @laws
-@given(entries=scoped_entries, budget=budgets)
-def test_without_a_reader_only_items_that_name_no_scope_are_shown(
-    adapter: Adapter, entries: list[Entry], budget: int
+@given(entries=scoped_entries, budget=budgets, allow_unscoped=st.booleans())
+def test_without_a_reader_only_public_items_are_shown(
+    adapter: Adapter, entries: list[Entry], budget: int, allow_unscoped: bool
 ) -> None:
-    kept = adapter.kept(entries, budget=10_000)
-    assert kept.texts == [text for text, metadata in entries if not scopes_of((text, metadata))]
-    answer = adapter.run(entries, budget=budget)
+    kept = adapter.kept(entries, budget=10_000, allow_unscoped=allow_unscoped)
+
+    def public(scopes: object) -> bool:
+        assert isinstance(scopes, list)
+        return set(scopes) == {PUBLIC} if scopes else allow_unscoped
+
+    assert kept.texts == [text for text, metadata in entries if public(scopes_of((text, metadata)))]
+    answer = adapter.run(entries, budget=budget, allow_unscoped=allow_unscoped)
     if answer.items:
         assert " from scope " not in answer.block
         assert "## Scopes" not in answer.block
@@ -332,7 +339,7 @@ def test_without_a_reader_scoped_items_are_withheld_and_the_log_says_why(
     adapter: Adapter, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger=adapter.logger)
-    answer = adapter.run(seed_entries())
+    answer = adapter.run(seed_entries(), allow_unscoped=True)  # the unscoped one, as public
     assert UNSCOPED in answer.block
     for text in (PLAN, ANA_SECRET, PREFERENCE, SIDECAR):
         assert text not in answer.block
@@ -353,7 +360,7 @@ def test_the_cut_table_says_which_items_were_withheld_for_want_of_a_reader(
     adapter: Adapter, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger=adapter.logger)
-    adapter.run([("mine", {"scopes": "sam"}), ("for everyone", {})])
+    adapter.run([("mine", {"scopes": "sam"}), ("for everyone", {"scopes": PUBLIC})])
     [table] = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     first, second = table.splitlines()[3:5]
     assert first.endswith("  withheld: names scopes, and the call has no reader")
@@ -423,17 +430,22 @@ def test_an_item_after_the_cut_is_dropped_even_when_it_would_fit(adapter: Adapte
 def test_items_are_packed_in_the_order_given(adapter: Adapter) -> None:
     # LlamaIndex nodes carry scores (falling here): the order given is what counts, not them.
     entries: list[Entry] = [("second by score", {}), ("first by score", {})]
-    assert adapter.kept(list(reversed(entries))).texts == ["first by score", "second by score"]
+    assert adapter.kept(list(reversed(entries)), allow_unscoped=True).texts == [
+        "first by score",
+        "second by score",
+    ]
 
 
 def test_a_token_counter_replaces_the_heuristic(adapter: Adapter) -> None:
     entries: list[Entry] = [("one two", {}), ("three four five", {})]
-    kept = adapter.kept(entries, budget=6, token_counter=lambda text: len(text.split()))
+    kept = adapter.kept(
+        entries, budget=6, token_counter=lambda text: len(text.split()), allow_unscoped=True
+    )
     assert kept.texts == ["one two"]
 
 
 def test_chars_per_token_changes_the_heuristic(adapter: Adapter) -> None:
-    answer = adapter.run([("x" * 10, {})], chars_per_token=2.0)
+    answer = adapter.run([("x" * 10, {})], chars_per_token=2.0, allow_unscoped=True)
     assert answer.counts["tokens_used"] == 6
 
 
@@ -526,7 +538,7 @@ def test_a_long_retrieval_is_read_only_one_item_past_the_cut(adapter: Adapter) -
 def test_a_hundred_thousand_items_cost_what_the_kept_ones_do(adapter: Adapter) -> None:
     entries: list[Entry] = [("x" * 40, {})] * 100_000
     entries[500] = ("x", {"lane": "not-a-lane"})
-    answer = adapter.run(entries, budget=110)
+    answer = adapter.run(entries, budget=110, allow_unscoped=True)
     assert answer.counts["kept"] == 10
     assert answer.counts["cut_by_budget"] == 99_990
 
@@ -546,7 +558,7 @@ def test_a_ten_megabyte_text_is_cut_without_being_copied(adapter: Adapter) -> No
 
 
 def test_a_ten_megabyte_text_a_counter_says_fits_is_packed_whole(adapter: Adapter) -> None:
-    block = adapter.run([(TEN_MB, {})], token_counter=lambda text: 1).block
+    block = adapter.run([(TEN_MB, {})], token_counter=lambda text: 1, allow_unscoped=True).block
     assert block.endswith("evidence evidence ")
     assert "- **Source excerpt**\n\n    evidence evidence" in block
     assert len(block) > len(TEN_MB)
@@ -704,16 +716,18 @@ def test_another_readers_malformed_item_is_withheld_unread(
 @pytest.mark.parametrize("content", [b"\x89PNG", None, 42])
 def test_non_text_content_names_the_item(adapter: Adapter, content: object) -> None:
     kind = type(content).__name__
-    assert adapter.run([("fine", {}), (content, {})]).counts["malformed"] == 1
+    assert adapter.run([("fine", {}), (content, {})], allow_unscoped=True).counts["malformed"] == 1
     with pytest.raises(
         EvidenceError, match=rf"^{adapter.item_label}: content must be text \(str\), got {kind}"
     ):
-        adapter.run([("fine", {}), (content, {})], raise_on_malformed=True)
+        adapter.run([("fine", {}), (content, {})], raise_on_malformed=True, allow_unscoped=True)
 
 
 def test_an_error_quotes_at_most_a_short_prefix_of_a_huge_value(adapter: Adapter) -> None:
     with pytest.raises(EvidenceError) as raised:
-        adapter.run([("text", {"lane": "x" * 5_000_000})], raise_on_malformed=True)
+        adapter.run(
+            [("text", {"lane": "x" * 5_000_000})], raise_on_malformed=True, allow_unscoped=True
+        )
     message = str(raised.value)
     assert len(message) < 400
     assert "(5000000 characters)" in message
@@ -724,7 +738,7 @@ def test_a_long_value_that_is_not_text_is_quoted_as_a_prefix_and_an_ellipsis(
 ) -> None:
     lane = dict.fromkeys(range(40), "y" * 20)
     with pytest.raises(EvidenceError) as raised:
-        adapter.run([("text", {"lane": lane})], raise_on_malformed=True)
+        adapter.run([("text", {"lane": lane})], raise_on_malformed=True, allow_unscoped=True)
     quoted = str(raised.value).split("metadata 'lane' is ", 1)[1].split("; allowed:", 1)[0]
     assert quoted == repr(lane)[:80] + "..."
 
@@ -746,7 +760,7 @@ def test_a_misbehaving_token_counter_names_the_item_it_failed_on(
         return 1 if text == "fine" else counter(text)
 
     with pytest.raises(EvidenceError, match=f"^{adapter.item_label}: {message}") as raised:
-        adapter.run([("fine", {}), ("text", {})], token_counter=fine_first)
+        adapter.run([("fine", {}), ("text", {})], token_counter=fine_first, allow_unscoped=True)
     if "raised" in message:
         assert isinstance(raised.value.__cause__, ZeroDivisionError)  # the original is chained
 
@@ -804,8 +818,11 @@ def test_chars_per_token_just_outside_its_range_is_refused(adapter: Adapter, rat
 
 
 def test_a_metadata_key_of_one_character_is_enough(adapter: Adapter) -> None:
-    packer = adapter.build(lane_key="l", scopes_key="s", artifact_id_key="a")
-    assert adapter.build(artifact_content_id_key="c").artifact_content_id_key == "c"
+    packer = adapter.build(lane_key="l", scopes_key="s", artifact_id_key="a", allow_unscoped=True)
+    assert (
+        adapter.build(artifact_content_id_key="c", allow_unscoped=True).artifact_content_id_key
+        == "c"
+    )
     answer = adapter.call(packer, adapter.items([("text", {"l": "facts"})]))
     assert adapter.answer(answer).recall["evidence"][0]["provenance"] == "derived"
 
@@ -952,7 +969,12 @@ def test_block_mode_names_the_item_a_counter_fails_on(adapter: Adapter) -> None:
         return 1
 
     with pytest.raises(EvidenceError, match=f"^{adapter.item_label}: token_counter raised"):
-        adapter.run([("first", {}), ("second", {})], budget_covers="block", token_counter=picky)
+        adapter.run(
+            [("first", {}), ("second", {})],
+            budget_covers="block",
+            token_counter=picky,
+            allow_unscoped=True,
+        )
 
 
 REAL_COUNTERS = {"cl100k": cl100k_counter(), "trained BPE": bpe_counter()}
@@ -1008,10 +1030,14 @@ def test_when_the_exact_count_is_over_the_cut_table_shows_the_cut_moved_back(
         return len(text) ** 2 // 256
 
     entries: list[Entry] = [("x" * 40, {})] * 3
-    whole = superadditive(adapter.run(entries, budget=16384).block)
+    whole = superadditive(adapter.run(entries, budget=16384, allow_unscoped=True).block)
     caplog.set_level(logging.DEBUG, logger=adapter.logger)
     answer = adapter.run(
-        entries, budget=whole - 1, budget_covers="block", token_counter=superadditive
+        entries,
+        budget=whole - 1,
+        budget_covers="block",
+        token_counter=superadditive,
+        allow_unscoped=True,
     )
     assert answer.counts["kept"] == 2
     assert answer.counts["tokens_used"] == superadditive(answer.block)
@@ -1039,7 +1065,7 @@ def test_an_artifact_uuid_may_be_a_uuid_object_or_any_spelling_of_its_text(
     ]
     for spelling in spellings:
         metadata = {"artifact_id": spelling, "artifact_content_id": CONTENT}
-        [evidence] = adapter.run([("x", metadata)]).recall["evidence"]
+        [evidence] = adapter.run([("x", metadata)], allow_unscoped=True).recall["evidence"]
         assert evidence["resource_uri"] == f"aizk://artifacts/{ARTIFACT}/contents/{CONTENT}"
 
 
@@ -1050,6 +1076,6 @@ def test_a_uuid_subclass_cannot_write_its_own_text_into_the_block(adapter: Adapt
 
     forged = Forged(int=ARTIFACT.int)
     metadata = {"artifact_id": forged, "artifact_content_id": forged}
-    block = adapter.run([("x", metadata)]).block
+    block = adapter.run([("x", metadata)], allow_unscoped=True).block
     assert block.endswith(f"Resource `aizk://artifacts/{ARTIFACT}/contents/{ARTIFACT}`")
     assert block.count("## Evidence") == 1

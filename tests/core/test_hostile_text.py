@@ -254,7 +254,7 @@ def test_every_corpus_string_a_scope_accepts_as_a_name_renders_as_one_label() ->
 def test_every_corpus_string_stays_inside_its_item_through_both_adapters(adapter: Adapter) -> None:
     for index in range(0, len(CORPUS), 4):
         texts = CORPUS[index : index + 4]
-        answer = adapter.run([(text, {}) for text in texts], budget=16384)
+        answer = adapter.run([(text, {}) for text in texts], budget=16384, allow_unscoped=True)
         assert_block_holds(answer.block, [item["text"] for item in answer.recall["evidence"]])
         assert [item["text"] for item in answer.recall["evidence"]] == texts  # JSON: exact text
 
@@ -264,5 +264,8 @@ def test_a_lone_surrogate_is_refused_the_same_way_by_both_adapters() -> None:
         with pytest.raises(
             EvidenceError, match=rf"^{adapter.item_label}: content: text has a lone"
         ):
-            adapter.run([("fine", {}), ("bad \udfff", {})], raise_on_malformed=True)
-        assert adapter.run([("fine", {}), ("bad \udfff", {})]).counts["malformed"] == 1
+            adapter.run(
+                [("fine", {}), ("bad \udfff", {})], raise_on_malformed=True, allow_unscoped=True
+            )
+        answer = adapter.run([("fine", {}), ("bad \udfff", {})], allow_unscoped=True)
+        assert answer.counts["malformed"] == 1

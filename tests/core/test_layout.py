@@ -193,7 +193,9 @@ def _reference_uuid(value: str) -> UUID | None:
 def test_metadata_uuids_accept_exactly_what_the_standard_library_accepts(value: str) -> None:
     expected = _reference_uuid(value)
     other = UUID(int=7)
-    compressor = AizkEvidenceCompressor(return_documents=True, raise_on_malformed=True)
+    compressor = AizkEvidenceCompressor(
+        return_documents=True, raise_on_malformed=True, allow_unscoped=True
+    )
     for key in ("artifact_id", "artifact_content_id"):
         metadata = {"artifact_id": other, "artifact_content_id": other, key: value}
         documents = [Document("x", metadata=metadata)]
@@ -247,7 +249,9 @@ def test_a_text_nodes_text_is_its_content_without_metadata(
     text: str, metadata: dict[str, str]
 ) -> None:
     node = NodeWithScore(node=TextNode(text=text, metadata=metadata), score=1.0)
-    postprocessor = AizkEvidencePostprocessor(return_nodes=True, token_counter=lambda _: 0)
+    postprocessor = AizkEvidencePostprocessor(
+        return_nodes=True, token_counter=lambda _: 0, allow_unscoped=True
+    )
     [kept] = postprocessor.postprocess_nodes([node])
     assert kept.node.get_content(MetadataMode.NONE) == node.node.get_content(MetadataMode.NONE)
 

@@ -85,7 +85,8 @@ ROWS = table_rows()
 def shown_for_text(text: object) -> str:
     """The item's lines after its label, the same through both adapters and the core."""
     assert isinstance(text, str)
-    strict = AizkEvidenceCompressor(raise_on_malformed=True)  # a refused row raises, not withheld
+    # A refused row raises rather than withholds; the texts name no scope, a public corpus.
+    strict = AizkEvidenceCompressor(raise_on_malformed=True, allow_unscoped=True)
     [document] = strict.compress_documents([Document(text)], query="")
     block = document.page_content
     [node] = shown_by_llama_index(text)
@@ -96,9 +97,9 @@ def shown_for_text(text: object) -> str:
 
 
 def shown_by_llama_index(text: str) -> list[NodeWithScore]:
-    return AizkEvidencePostprocessor(raise_on_malformed=True).postprocess_nodes(
-        [NodeWithScore(node=TextNode(text=text), score=1.0)]
-    )
+    return AizkEvidencePostprocessor(
+        raise_on_malformed=True, allow_unscoped=True
+    ).postprocess_nodes([NodeWithScore(node=TextNode(text=text), score=1.0)])
 
 
 def shown_for_scope_name(name: object) -> str:
@@ -136,12 +137,12 @@ def resource_line_uri(block: str) -> str:
 
 def shown_for_artifact_id(artifact_id: object) -> str:
     metadata = {"artifact_id": artifact_id, "artifact_content_id": CONTENT_ID}
-    [document] = AizkEvidenceCompressor(raise_on_malformed=True).compress_documents(
-        [Document("x", metadata=metadata)], query=""
-    )
-    [node] = AizkEvidencePostprocessor(raise_on_malformed=True).postprocess_nodes(
-        [NodeWithScore(node=TextNode(text="x", metadata=metadata), score=1.0)]
-    )
+    [document] = AizkEvidenceCompressor(
+        raise_on_malformed=True, allow_unscoped=True
+    ).compress_documents([Document("x", metadata=metadata)], query="")
+    [node] = AizkEvidencePostprocessor(
+        raise_on_malformed=True, allow_unscoped=True
+    ).postprocess_nodes([NodeWithScore(node=TextNode(text="x", metadata=metadata), score=1.0)])
     assert document.page_content == node.node.get_content()
     return resource_line_uri(document.page_content)
 
