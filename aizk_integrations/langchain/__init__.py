@@ -31,10 +31,15 @@ try:
     from aizk_integrations.langchain._room import context_room
     from aizk_integrations.langchain._scoped import AizkScopedRetriever
     from aizk_integrations.langchain._stores import StoreSearch
-except ImportError as _error:
-    raise ImportError(
+except ModuleNotFoundError as _error:
+    # Only a missing langchain-core is a missing extra. Anything else (an installed LangChain
+    # too old for a name imported here, say) is shown as it is, not blamed on the install.
+    if _error.name != "langchain_core":
+        raise
+    raise ModuleNotFoundError(
         "aizk_integrations.langchain needs LangChain (langchain-core); install it with "
-        f'pip install "aizk-integrations[langchain]" ({_error})'
+        f'pip install "aizk-integrations[langchain]" ({_error})',
+        name=_error.name,
     ) from _error
 
 __all__ = [

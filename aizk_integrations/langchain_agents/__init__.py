@@ -21,10 +21,16 @@ try:
         AizkMemoryMiddleware,
     )
     from aizk_integrations.langchain_agents._tool_evidence import AizkToolEvidenceMiddleware
-except ImportError as _error:
-    raise ImportError(
+except ModuleNotFoundError as _error:
+    # Only a missing langchain or langchain-core (which aizk_integrations.langchain reports as
+    # missing too) is a missing extra. Anything else (an installed LangChain too old for a name
+    # imported here, say) is shown as it is, not blamed on the install.
+    if _error.name not in ("langchain", "langchain_core"):
+        raise
+    raise ModuleNotFoundError(
         "aizk_integrations.langchain_agents needs LangChain's agents (the langchain package); "
-        f'install it with pip install "aizk-integrations[langchain-agents]" ({_error})'
+        f'install it with pip install "aizk-integrations[langchain-agents]" ({_error})',
+        name=_error.name,
     ) from _error
 
 __all__ = [

@@ -25,10 +25,16 @@ try:
     from aizk_integrations.llama_index._reader import reading_as
     from aizk_integrations.llama_index._scoped import AizkScopedRetriever
     from aizk_integrations.llama_index._stores import ScopeFilter
-except ImportError as _error:
-    raise ImportError(
+except ModuleNotFoundError as _error:
+    # Only a missing llama-index-core (`llama_index.core`, in the `llama_index` namespace) is a
+    # missing extra. Anything else (an installed LlamaIndex too old for a name imported here,
+    # say) is shown as it is, not blamed on the install.
+    if _error.name not in ("llama_index", "llama_index.core"):
+        raise
+    raise ModuleNotFoundError(
         "aizk_integrations.llama_index needs LlamaIndex; install it with "
-        'pip install "aizk-integrations[llama-index]"'
+        f'pip install "aizk-integrations[llama-index]" ({_error})',
+        name=_error.name,
     ) from _error
 
 __all__ = [

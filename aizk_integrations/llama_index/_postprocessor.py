@@ -26,6 +26,7 @@ from aizk_integrations.llama_index._reader import PER_REQUEST, current_reader
 from aizk_integrations.llama_index._window import (
     FitTarget,
     check_fit_target,
+    counted_as_shown,
     model_of,
     room_for_block,
 )
@@ -259,7 +260,8 @@ def call_limits(
     Worked out once per call, before any node is read, so a walk that scoped retrieval feeds
     page by page packs to the same budget as one handed every node at once. The room is
     counted in LlamaIndex's tokenizer, the one its prompt helper splits contexts with, and so
-    is the whole block, unless a `token_counter` was given.
+    is the whole block, unless a `token_counter` was given; the block is counted as the
+    prompts it goes into show it.
     """
     if evidence.fit_to is None:
         return CallLimits(budget=None, counter=None)
@@ -270,9 +272,9 @@ def call_limits(
             "engine's prompt and query; the query gets none",
             type(model_of(evidence.fit_to)).__name__,
         )
+    counter = evidence.token_counter or counter_from_llama_index(get_tokenizer())
     return CallLimits(
-        budget=min(room, evidence.budget),
-        counter=evidence.token_counter or counter_from_llama_index(get_tokenizer()),
+        budget=min(room, evidence.budget), counter=counted_as_shown(evidence.fit_to, counter)
     )
 
 

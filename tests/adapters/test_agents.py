@@ -8,9 +8,6 @@ recording what each model call received.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import re
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -353,21 +350,6 @@ def test_one_block_shared_by_two_sessions_shrinks_each_sessions_own_evidence() -
 def test_nothing_to_recall_for_gives_no_block(messages: list[ChatMessage]) -> None:
     block = AizkMemoryBlock(retriever=notes_index().as_retriever())
     assert asyncio.run(block.aget(messages)) == ""
-
-
-def test_importing_the_middleware_without_langchain_agents_says_which_extra_to_install(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name in list(sys.modules):
-        if name == "langchain" or name.startswith("langchain."):
-            monkeypatch.setitem(sys.modules, name, None)
-    agents = "aizk_integrations.langchain_agents"
-    for name in [name for name in sys.modules if name.startswith(agents)]:
-        monkeypatch.delitem(sys.modules, name)  # the package and its modules, imported afresh
-    needs = "aizk_integrations.langchain_agents needs LangChain's agents (the langchain package); "
-    install = 'install it with pip install "aizk-integrations[langchain-agents]"'
-    with pytest.raises(ImportError, match="^" + re.escape(needs + install)):
-        importlib.import_module("aizk_integrations.langchain_agents")
 
 
 def test_shrinking_a_block_to_exactly_one_token_still_packs_within_it() -> None:

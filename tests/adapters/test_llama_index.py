@@ -9,11 +9,8 @@ and `MockLLM` echoes the prompt it receives, so each test reads exactly what a m
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import json
-import re
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -134,21 +131,6 @@ def test_the_postprocessor_is_a_llama_index_node_postprocessor_with_its_own_clas
     assert isinstance(AizkEvidencePostprocessor(), BaseNodePostprocessor)
     assert AizkEvidencePostprocessor.class_name() == "AizkEvidencePostprocessor"
     assert AizkEvidencePostprocessor().to_dict()["class_name"] == "AizkEvidencePostprocessor"
-
-
-def test_importing_the_adapter_without_llama_index_names_the_extra_to_install(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name in [name for name in sys.modules if name.split(".")[0] == "llama_index"]:
-        monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.setitem(sys.modules, "llama_index", None)
-    for name in [name for name in sys.modules if name.startswith("aizk_integrations.llama_index")]:
-        monkeypatch.delitem(sys.modules, name)  # the package and its modules, imported afresh
-    message = 'aizk_integrations.llama_index needs LlamaIndex; install it with pip install "aizk-'
-    with pytest.raises(
-        ImportError, match="^" + re.escape(message) + r"integrations\[llama-index\]"
-    ):
-        importlib.import_module("aizk_integrations.llama_index")
 
 
 # The block node
