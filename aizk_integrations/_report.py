@@ -74,6 +74,8 @@ def max_fetch_message(fetched: Fetched, kept: int) -> str:
         "or narrow the store query to the reader (a store with a built-in filter, or your "
         "own filter: StoreSearch in LangChain, scoped_query in LlamaIndex)"
     )
+
+
 _SAID: set[str] = set()
 """The advice on other readers' text in the framework's channels already logged by this process:
 it is the same on every call, and the app's logs need it once."""

@@ -30,7 +30,7 @@ try:
     from aizk_integrations.langchain._retriever import AizkEvidenceRetriever
     from aizk_integrations.langchain._room import context_room
     from aizk_integrations.langchain._scoped import AizkScopedRetriever
-    from aizk_integrations.langchain._stores import StoreSearch
+    from aizk_integrations.langchain._stores import StoreSearch, postgres_setup
 except ImportError as _error:
     raise ImportError(
         "aizk_integrations.langchain needs LangChain (langchain-core); install it with "
@@ -50,4 +50,5 @@ __all__ = [
     "StoreSearch",
     "check_packer_last",
     "context_room",
+    "postgres_setup",
 ]

@@ -21,10 +21,11 @@ try:
     )
     from aizk_integrations.llama_index._event import AizkEvidencePacked
     from aizk_integrations.llama_index._memory import AizkMemoryBlock
+    from aizk_integrations.llama_index._postgres import pgvector_scoped_query
     from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor
     from aizk_integrations.llama_index._reader import reading_as
     from aizk_integrations.llama_index._scoped import AizkScopedRetriever
-    from aizk_integrations.llama_index._stores import ScopeFilter
+    from aizk_integrations.llama_index._stores import ScopeFilter, postgres_setup
 except ImportError as _error:
     raise ImportError(
         "aizk_integrations.llama_index needs LlamaIndex; install it with "
@@ -41,5 +42,7 @@ __all__ = [
     "AizkScopedRetriever",
     "AizkToolEvidenceMemory",
     "ScopeFilter",
+    "pgvector_scoped_query",
+    "postgres_setup",
     "reading_as",
 ]

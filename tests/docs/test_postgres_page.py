@@ -50,7 +50,7 @@ COMPOSED = [
 ]
 
 
-@pytest.mark.parametrize("statement", [each.as_string() for each in COMPOSED])
+@pytest.mark.parametrize("statement", COMPOSED)
 def test_the_page_shows_each_composed_statement_as_the_library_writes_it(statement: str) -> None:
     assert _spaceless(statement) in _shown()
 
@@ -65,5 +65,5 @@ def test_the_page_shows_each_per_transaction_statement_as_the_library_runs_it(
 
 
 def test_the_page_shows_the_readable_row_condition_as_the_library_writes_it() -> None:
-    condition = readable_row(PGVECTOR_TABLE, "scopes").as_string()
+    condition = readable_row(PGVECTOR_TABLE, "scopes")
     assert _spaceless(condition)[1:-1] in _shown()  # without its outer parentheses

@@ -1,0 +1,77 @@
+"""LlamaIndex's `PGVectorStore`, asked for one reader's nodes in its own SQL query.
+
+The store's metadata filters cannot say "every scope of the node is the reader's" (and paste
+their values into the SQL text), but the store takes a `customize_query_fn` when it is built: a
+public hook that receives each query's SQLAlchemy statement and the keyword arguments of
+`query(...)`/`aquery(...)`. `pgvector_scoped_query` is that hook. Scoped retrieval passes the
+reader through the query's keyword arguments (`scoped_read`), and the hook adds the readable-row
+condition to the statement, beside the store's own vector ordering, and marks the statement with
+the reader's ids; a listener on SQLAlchemy's engines sets them, in the statement's own
+transaction, for row-level security (`_postgres.START_READING`). Every other query of the store
+(the app's own retriever, ingestion) runs as the store would run it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Select, event, text
+
+from aizk_integrations._postgres import START_READING, StoreTable, readable_row, reader_ids
+
+SCOPED_READ = "aizk_scoped_read"
+"""The keyword argument of `PGVectorStore.query` that carries scoped retrieval's reader."""
+READER_IDS_OPTION = "aizk_reader_ids"
+"""The statement's execution option that carries the reader's ids to `_start_reading`."""
+
+
+def scoped_read(scope_ids: frozenset[str], scopes_key: str) -> dict[str, Any]:
+    """The keyword arguments of a store query for a reader of `scope_ids`."""
+    return {SCOPED_READ: (reader_ids(scope_ids), scopes_key)}
+
+
+def pgvector_scoped_query(statement: Select[Any], table_class: Any, **kwargs: Any) -> Select[Any]:
+    """The `customize_query_fn` to build a `PGVectorStore` with for scoped retrieval:
+    `PGVectorStore.from_params(..., customize_query_fn=pgvector_scoped_query)`.
+
+    On the queries `AizkScopedRetriever` makes, it adds the readable-row condition to the store's
+    statement and has the reader's ids set in its transaction for row-level security; every other
+    query it returns unchanged.
+    """
+    read = kwargs.get(SCOPED_READ)
+    if read is None:
+        return statement
+    ids, scopes_key = read
+    table = table_class.__table__
+    condition = text(readable_row(_store_table(table.name, table.schema), scopes_key))
+    _listen()
+    return statement.where(condition.bindparams(reader_ids=ids)).execution_options(
+        **{READER_IDS_OPTION: ids}
+    )
+
+
+def _store_table(name: str, schema: str | None) -> StoreTable:
+    return StoreTable(schema or "public", name, metadata="metadata_")
+
+
+def _listen() -> None:
+    """Set the reader of every statement that carries one, on every engine: `PGVectorStore`
+    keeps its engines to itself, so the listener is on SQLAlchemy's `Engine` class (an async
+    engine runs its statements on a sync one). Added once, on first use."""
+    if not event.contains(Engine, "before_execute", _start_reading):
+        event.listen(Engine, "before_execute", _start_reading)
+
+
+def _start_reading(
+    connection: Connection,
+    statement: object,
+    multiparams: object,
+    params: object,
+    execution_options: Mapping[str, Any],
+) -> None:
+    """Before a marked statement, in its transaction: the reader's ids for the policy, and
+    pgvector's iterative index scan. Both are local to the transaction."""
+    ids = execution_options.get(READER_IDS_OPTION)
+    if ids is not None:
+        connection.execute(text(START_READING), {"reader_ids": ids})
