@@ -31,13 +31,16 @@ def scoped_read(scope_ids: frozenset[str], scopes_key: str) -> dict[str, Any]:
     return {SCOPED_READ: (reader_ids(scope_ids), scopes_key)}
 
 
-def pgvector_scoped_query(statement: Select[Any], table_class: Any, **kwargs: Any) -> Select[Any]:
+def pgvector_scoped_query(
+    statement: Select[Any], table_class: Any, *args: Any, **kwargs: Any
+) -> Select[Any]:
     """The `customize_query_fn` to build a `PGVectorStore` with for scoped retrieval:
     `PGVectorStore.from_params(..., customize_query_fn=pgvector_scoped_query)`.
 
     On the queries `AizkScopedRetriever` makes, it adds the readable-row condition to the store's
     statement and has the reader's ids set in its transaction for row-level security; every other
-    query it returns unchanged.
+    query it returns unchanged. (The store calls it with keyword arguments after the two; `*args`
+    is there because the store's annotation says three positional ones.)
     """
     read = kwargs.get(SCOPED_READ)
     if read is None:
