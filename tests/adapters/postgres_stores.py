@@ -17,16 +17,24 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langchain_core.documents import Document
+from langchain_core.runnables import RunnableConfig
 from langchain_postgres import PGVector
+from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import TextNode
 from llama_index.vector_stores.postgres import PGVectorStore
 from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from aizk_integrations import _postgres
-from aizk_integrations.llama_index import pgvector_scoped_query
-from tests.adapters.stores import WordEmbeddings
-from tests.adapters.word_embedding import word_vector
+from aizk_integrations import ScopeDirectory, _postgres
+from aizk_integrations.langchain import (
+    AizkEvidenceCompressor,
+    AizkEvidenceRetriever,
+    AizkScopedRetriever,
+)
+from aizk_integrations.llama_index import AizkEvidencePostprocessor, pgvector_scoped_query
+from aizk_integrations.llama_index import AizkScopedRetriever as LlamaIndexScoped
+from tests.adapters.stores import MOST, Item, Store, WordEmbeddings, _added, _node, _texts
+from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.postgres import Server, fresh_database
 from tests.scoped_corpus import DIMENSIONS, Note
 
@@ -157,3 +165,124 @@ def app_pgvectorstore(database: Server, role: str, table_name: str, **engine: An
         customize_query_fn=pgvector_scoped_query,
         initialization_fail_on_error=True,  # its setup, as the app's role, must not fail
     )
+
+
+class PostgresStore(Store):
+    """One of the two Postgres stores, as `tests/adapters/stores.py`'s interface asks it: held
+    in the database's PGVector table (collection `name`) or a PGVectorStore table (`name`),
+    ingested by its owner, searched by scoped retrieval as the app's `role` (under the policy,
+    once the table is secured) and by the packer's oracle as the superuser (bound by none)."""
+
+    def __init__(
+        self, kind: str, database: Server, role: str, name: str, items: Sequence[Item],
+        odd: Sequence[Item],
+    ) -> None:  # fmt: skip
+        self.kind, self._database, self._role, self._name = kind, database, role, name
+        if kind == "langchain-pgvector":
+            engine = create_engine(database.url())
+            store = PGVector(
+                embeddings=WordEmbeddings(),
+                connection=engine,
+                collection_name=name,
+                embedding_length=DIMENSIONS,
+            )
+            self.held, self.refused = _added(
+                items,
+                odd,
+                lambda some: store.add_documents(
+                    [Document(item.text, metadata=item.metadata) for item in some],
+                    ids=[f"{name}/{item.id}" for item in some],
+                ),
+            )
+            engine.dispose()
+        else:
+            owner = owner_pgvectorstore(database, name)
+            self.held, self.refused = _added(
+                items, odd, lambda some: owner.add([_node(item) for item in some])
+            )
+            asyncio.run(owner.close())
+
+    @property
+    def table(self) -> _postgres.StoreTable:
+        if self.kind == "langchain-pgvector":
+            return _postgres.PGVECTOR_TABLE
+        return _postgres.llama_index_table(self._name)
+
+    def scoped(self, reader: ScopeDirectory, query: str, k: int) -> list[str]:
+        if self.kind == "langchain-pgvector":
+            with app_pgvector(self._database, self._role, self._name) as store:
+                found = AizkScopedRetriever(vectorstore=store, k=k).invoke(query, _config(reader))
+                return [document.page_content for document in found]
+        with self._index(self._role) as index:
+            retriever = LlamaIndexScoped(index, similarity_top_k=k, max_fetch=max(k, 1024))
+            return _texts(retriever.for_reader(reader).retrieve(query))
+
+    def ascoped(self, reader: ScopeDirectory, query: str, k: int) -> list[str]:
+        async def run() -> list[str]:
+            if self.kind == "langchain-pgvector":
+                async with app_async_pgvector(self._database, self._role, self._name) as store:
+                    retriever = AizkScopedRetriever(vectorstore=store, k=k)
+                    found = await retriever.ainvoke(query, _config(reader))
+                    return [document.page_content for document in found]
+            vector_store = app_pgvectorstore(self._database, self._role, self._name)
+            index = VectorStoreIndex.from_vector_store(vector_store, embed_model=WordEmbedding())
+            scoped = LlamaIndexScoped(index, similarity_top_k=k, max_fetch=max(k, 1024))
+            try:
+                return _texts(await scoped.for_reader(reader).aretrieve(query))
+            finally:
+                await vector_store.close()
+
+        return asyncio.run(run())
+
+    def packed(self, reader: ScopeDirectory, query: str, budget: int) -> list[str]:
+        if self.kind == "langchain-pgvector":
+            with app_pgvector(self._database, self._role, self._name) as store:
+                retriever = AizkEvidenceRetriever(
+                    base_retriever=AizkScopedRetriever(vectorstore=store),
+                    compressor=AizkEvidenceCompressor(budget=budget, return_documents=True),
+                )
+                kept = retriever.invoke(query, config=_config(reader))
+                return [document.page_content for document in kept]
+        with self._index(self._role) as index:
+            evidence = AizkEvidencePostprocessor(budget=budget, return_nodes=True)
+            scoped = LlamaIndexScoped(index, evidence=evidence)
+            return _texts(scoped.for_reader(reader).retrieve(query))
+
+    def shown(self, reader: ScopeDirectory, query: str) -> list[str]:
+        count = max(1, len(self.held))
+        if self.kind == "langchain-pgvector":
+            engine = create_engine(self._database.url())
+            try:
+                store = PGVector(
+                    embeddings=WordEmbeddings(), connection=engine, collection_name=self._name
+                )
+                every = store.similarity_search(query, k=count)
+            finally:
+                engine.dispose()
+            packer = AizkEvidenceCompressor(
+                directory=reader, budget=MOST, max_budget=MOST, return_documents=True
+            )
+            return [document.page_content for document in packer.compress_documents(every, query)]
+        with self._index(None) as index:
+            nodes = index.as_retriever(similarity_top_k=count).retrieve(query)
+        postprocessor = AizkEvidencePostprocessor(
+            directory=reader, budget=MOST, max_budget=MOST, return_nodes=True
+        )
+        return _texts(postprocessor.postprocess_nodes(nodes, query_str=query))
+
+    @contextmanager
+    def _index(self, role: str | None) -> Iterator[VectorStoreIndex]:
+        """The table as an index: as the app's `role`, or as the superuser (None)."""
+        vector_store = (
+            owner_pgvectorstore(self._database, self._name)
+            if role is None
+            else app_pgvectorstore(self._database, role, self._name)
+        )
+        try:
+            yield VectorStoreIndex.from_vector_store(vector_store, embed_model=WordEmbedding())
+        finally:
+            asyncio.run(vector_store.close())
+
+
+def _config(reader: ScopeDirectory) -> RunnableConfig:
+    return {"configurable": {"aizk_directory": reader}}
