@@ -52,10 +52,17 @@ slightly out of distance order; the stores return their distances, so the order 
 
 START_READING: Final = (
     "SELECT set_config('aizk.reader_ids', :reader_ids, true),"
-    " set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+    " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+    " row_security_active(CAST(:table AS regclass))"
 )
-"""What the retrievers run first in each query's transaction: `SET_READER_IDS` and
-`ITERATIVE_SCAN` in one statement, so a request costs one round trip besides its query."""
+"""What the retrievers run first in each query's transaction, in one round trip: `SET_READER_IDS`,
+`ITERATIVE_SCAN`, and whether the policy binds this role on `:table` (`ROW_SECURITY_ACTIVE`).
+
+Bound, the policy looks the reader's rows up in the scopes index, and the query need only carry
+the exact check (`WITHIN_READER`), which guards the client should the table's policies admit
+more; a query's own index lookup would be evaluated row by row after the policy's, at a function
+call each. Unbound, the query carries the lookup too (`READABLE_ROW`).
+"""
 
 PREFER_VECTOR_INDEX: Final = "SET LOCAL enable_bitmapscan = off"
 """Run in the query's transaction, under row-level security, for a reader who owns a large share
@@ -82,8 +89,8 @@ and `*`, which every row has and no scope's JSON text is.
 An index expression cannot hold a subquery, so the row's scopes become an array through this
 function, created once in the store's schema. GIN answers "shares a key with the reader's" (`&&`)
 exactly, with no per-row recheck; asking it for tens of thousands of keys at once costs time
-that grows with their square, so a larger reader asks for `*` instead: every row, then the exact
-check alone (`READABLE_ROW`).
+that grows with their square, so a larger reader asks for `*` instead (`INDEX_LOOKUP`): every
+row, then the exact check alone (`WITHIN_READER`).
 """
 
 ROW_SCOPES: Final = "jsonb_path_query_array({metadata}::jsonb -> {key}, '$[*]')"
@@ -99,29 +106,35 @@ INDEX_LOOKUP_MOST: Final = 4096
 """Reader ids the scopes index is asked for at most: 4,096 took 20 ms, 16,000 took 250 ms and
 32,000 a second, on a table of 100,000 rows. Past it a reader is answered from every row."""
 
-READABLE_ROW: Final = (
-    "({keys} && (SELECT CASE WHEN cardinality(reader.keys) <= {most} THEN reader.keys"
+WITHIN_READER: Final = (
+    "{scopes} <> '[]'::jsonb"
+    " AND NOT EXISTS (SELECT FROM jsonb_array_elements({scopes}) AS scope"
+    " WHERE scope::text NOT IN (SELECT jsonb_array_elements({reader_ids})::text))"
+)
+"""Exactly the rows the reader may read: they have at least one scope, and none of their scopes
+is missing from the reader's ids.
+
+Scopes compare as JSON text, so `7` matches only the number 7 and `"7"` only the string (the ids
+hold every spelling a row may have stored, `reader_ids`), and `7.0`, `true`, `null`, an object
+or a nested list match nothing, as the packer reads them. The reader's ids are read once per
+query into a hashed set, so each row costs the same for a reader of one id or of 45,000. A row
+in no scope (`[]`) has no owner.
+"""
+
+INDEX_LOOKUP: Final = (
+    "{keys} && (SELECT CASE WHEN cardinality(reader.keys) <= {most} THEN reader.keys"
     " ELSE '{{*}}'::text[] END"
     " FROM (SELECT ARRAY(SELECT jsonb_array_elements({reader_ids})::text) AS keys) AS reader)"
-    " AND {scopes} <> '[]'::jsonb"
-    " AND NOT EXISTS (SELECT FROM jsonb_array_elements({scopes}) AS scope"
-    " WHERE scope::text NOT IN (SELECT jsonb_array_elements({reader_ids})::text)))"
 )
-"""A row the reader may read: it has at least one scope, and every one of them is the reader's.
+"""The row shares an index key with the reader (`SCOPE_KEYS_FUNCTION`): implied by
+`WITHIN_READER`, and what the scopes index answers, so that a rare reader's rows are looked up,
+not scanned for. Past `INDEX_LOOKUP_MOST` ids the key asked for is `*`, every row's."""
 
-- `NOT EXISTS (... NOT IN ...)`: no scope of the row is missing from the reader's ids. Scopes
-  compare as JSON text, so `7` matches only the number 7 and `"7"` only the string (the ids hold
-  every spelling a row may have stored, `reader_ids`), and `7.0`, `true`, `null`, an object or
-  a nested list match nothing, as the packer reads them. The reader's ids are read once per
-  query into a hashed set, so each row costs the same for a reader of one id or of 45,000.
-- `<> '[]'`: a row in no scope has no owner.
-- `&&`: the row shares an index key with the reader (`SCOPE_KEYS_FUNCTION`). Implied by the
-  two above; it is there because it is what the scopes index answers, so a rare reader's rows
-  are looked up, not scanned for. Past `INDEX_LOOKUP_MOST` ids (`{most}`) the key asked
-  for is `*`, every row's. Under row-level security only the policy's own conditions may drive
-  an index (a query's are not leakproof, so are evaluated after it), so the policy carries this
-  part too.
-"""
+READABLE_ROW: Final = "({lookup} AND {within})"
+"""A row the reader may read, found through the scopes index: the policy's condition, and a
+query's where no policy binds. Under row-level security only the policy's own conditions may
+drive an index (a query's are not leakproof, so are evaluated after it), so the policy carries
+the lookup."""
 
 BOUND_READER_IDS: Final = "CAST(:reader_ids AS jsonb)"
 """A query's reader ids: one bound parameter, the JSON text of `reader_ids(...)`."""
@@ -152,7 +165,7 @@ ROW_SECURITY_ACTIVE: Final = "SELECT row_security_active(CAST(:table AS regclass
 false for a superuser, a BYPASSRLS role, or the owner of a table without FORCE."""
 
 SCOPES_INDEX: Final = "CREATE INDEX IF NOT EXISTS {name} ON {table} USING gin ({keys})"
-"""GIN over the row's index keys: what answers `READABLE_ROW`'s `&&` part."""
+"""GIN over the row's index keys: what answers `INDEX_LOOKUP`."""
 
 EMBEDDING_INDEX: Final = (
     "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ({embedding} vector_cosine_ops)"
@@ -187,19 +200,44 @@ def llama_index_table(table_name: str, schema_name: str = "public") -> StoreTabl
 
 
 def readable_row(table: StoreTable, key: str) -> str:
-    """`READABLE_ROW` for a query's WHERE: `table`'s scopes under `key`, within the ids bound as
-    `:reader_ids` (`BOUND_READER_IDS`), for SQLAlchemy's `text()`. The metadata column is named
-    with its table, as a query joining another table (PGVector's collection) needs."""
+    """`READABLE_ROW` for a query's WHERE where no policy binds: `table`'s scopes under `key`,
+    within the ids bound as `:reader_ids` (`BOUND_READER_IDS`), for SQLAlchemy's `text()`. The
+    metadata column is named with its table, as a query joining another table (PGVector's
+    collection) needs."""
     return _readable(table, key, BOUND_READER_IDS)
 
 
+def within_reader(table: StoreTable, key: str) -> str:
+    """`WITHIN_READER` with the bound ids, in parentheses: what a query always carries."""
+    return f"({_within(table, key, BOUND_READER_IDS)})"
+
+
+def index_lookup(table: StoreTable, key: str) -> str:
+    """`INDEX_LOOKUP` with the bound ids, in parentheses: what a query carries besides where no
+    policy binds (`START_READING`), so that it is `readable_row`."""
+    return f"({_lookup(table, key, BOUND_READER_IDS)})"
+
+
+def table_name(table: StoreTable) -> str:
+    """`table`'s quoted, schema-qualified name: `START_READING`'s `:table`."""
+    return _table(table, table.name)
+
+
 def _readable(table: StoreTable, key: str, reader_ids: str) -> str:
+    lookup, within = _lookup(table, key, reader_ids), _within(table, key, reader_ids)
+    return READABLE_ROW.format(lookup=lookup, within=within)
+
+
+def _lookup(table: StoreTable, key: str, reader_ids: str) -> str:
+    metadata = f"{_name(table.name)}.{_name(table.metadata)}"
+    keys = ROW_KEYS.format(schema=_name(table.schema), metadata=metadata, key=_key(key))
+    return INDEX_LOOKUP.format(keys=keys, reader_ids=reader_ids, most=INDEX_LOOKUP_MOST)
+
+
+def _within(table: StoreTable, key: str, reader_ids: str) -> str:
     metadata = f"{_name(table.name)}.{_name(table.metadata)}"
     scopes = ROW_SCOPES.format(metadata=metadata, key=_key(key))
-    keys = ROW_KEYS.format(schema=_name(table.schema), metadata=metadata, key=_key(key))
-    return READABLE_ROW.format(
-        keys=keys, scopes=scopes, reader_ids=reader_ids, most=INDEX_LOOKUP_MOST
-    )
+    return WITHIN_READER.format(scopes=scopes, reader_ids=reader_ids)
 
 
 def row_security(table: StoreTable, key: str) -> list[str]:

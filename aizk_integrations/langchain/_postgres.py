@@ -4,10 +4,10 @@ PGVector's own filter language cannot say "every scope of the document is the re
 matches nothing on a list, `$eq` is exact equality), so scoped retrieval writes the query itself,
 on the store's public parts: its `session_maker` (a sync or an async session, as the store was
 made), its `EmbeddingStore` and `CollectionStore` tables, its `distance_strategy` and its
-embeddings. The readable-row condition (`_postgres.READABLE_ROW`) sits in the same query as the
-vector ordering, and the transaction first sets the reader's ids for row-level security
-(`_postgres.START_READING`), so under the policy the database itself holds the answer to the
-reader's rows. Imported only once a `PGVector` is in hand: the LangChain adapter loads no
+embeddings. The transaction first sets the reader's ids for row-level security and learns
+whether the policy binds (`_postgres.START_READING`); the query then carries the readable-row
+condition beside the vector ordering: the exact check, and the scopes index lookup where no
+policy does it. Imported only once a `PGVector` is in hand: the LangChain adapter loads no
 database package by itself.
 """
 
@@ -20,7 +20,14 @@ import sqlalchemy
 from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
-from aizk_integrations._postgres import PGVECTOR_TABLE, START_READING, readable_row, reader_ids
+from aizk_integrations._postgres import (
+    PGVECTOR_TABLE,
+    START_READING,
+    index_lookup,
+    reader_ids,
+    table_name,
+    within_reader,
+)
 
 
 class PGVectorSearch:
@@ -37,7 +44,8 @@ class PGVectorSearch:
 
     def __init__(self, store: Any, key: str) -> None:
         self._store = store
-        self._condition = sqlalchemy.text(readable_row(PGVECTOR_TABLE, key))
+        self._within = sqlalchemy.text(within_reader(PGVECTOR_TABLE, key))
+        self._lookup = sqlalchemy.text(index_lookup(PGVECTOR_TABLE, key))
 
     def search(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
         if self._store.async_mode:
@@ -49,8 +57,10 @@ class PGVectorSearch:
         embedding = self._store.embeddings.embed_query(query)
         ids = reader_ids(scope_ids)
         with self._store.session_maker() as session, session.begin():
-            session.execute(sqlalchemy.text(START_READING), {"reader_ids": ids})
-            rows = session.execute(self._statement(embedding, top), {"reader_ids": ids}).all()
+            connection = session.connection()  # Core: the rows are read, not ORM objects
+            started = connection.execute(sqlalchemy.text(START_READING), _reading(ids))
+            statement = self._statement(embedding, top, policy=started.one()[-1])
+            rows = connection.execute(statement, {"reader_ids": ids}).all()
         return _documents(rows)
 
     async def asearch(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
@@ -63,23 +73,32 @@ class PGVectorSearch:
         embedding = await self._store.embeddings.aembed_query(query)
         ids = reader_ids(scope_ids)
         async with self._store.session_maker() as session, session.begin():
-            await session.execute(sqlalchemy.text(START_READING), {"reader_ids": ids})
-            statement = self._statement(embedding, top)
+            started = await session.execute(sqlalchemy.text(START_READING), _reading(ids))
+            statement = self._statement(embedding, top, policy=started.one()[-1])
             rows = (await session.execute(statement, {"reader_ids": ids})).all()
         return _documents(rows)
 
-    def _statement(self, embedding: list[float], top: int) -> sqlalchemy.Select[Any]:
+    def _statement(self, embedding: list[float], top: int, policy: bool) -> sqlalchemy.Select[Any]:
         """PGVector's own search (its collection, its distance, nearest first) with the
-        reader's condition beside it; the collection is joined by name, in the same query."""
+        reader's condition beside it, the index lookup too unless the `policy` does it; the
+        collection is joined by name, in the same query."""
         rows, collections = self._store.EmbeddingStore, self._store.CollectionStore
         distance = self._store.distance_strategy(embedding).label("distance")
+        condition = [self._within] if policy else [self._lookup, self._within]
         return (
             sqlalchemy.select(rows.id, rows.document, rows.cmetadata, distance)
             .join(collections, rows.collection_id == collections.uuid)
-            .where(collections.name == self._store.collection_name, self._condition)
+            .where(collections.name == self._store.collection_name, *condition)
             .order_by(sqlalchemy.asc("distance"))
             .limit(top)
         )
+
+
+_TABLE = table_name(PGVECTOR_TABLE)
+
+
+def _reading(ids: str) -> dict[str, str]:
+    return {"reader_ids": ids, "table": _TABLE}
 
 
 def _documents(rows: Sequence[Any]) -> list[Document]:

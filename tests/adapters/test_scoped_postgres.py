@@ -331,14 +331,22 @@ def test_each_readers_block_is_the_block_a_table_of_only_their_rows_gives(
 # -- one query per request ---------------------------------------------------------------------
 
 
+CHECKED = "scope::text NOT IN"
+"""What every scoped query's SQL holds: the exact check (`WITHIN_READER`)."""
+LOOKED_UP = "aizk_scope_keys"
+"""What a scoped query's SQL holds when it looks the reader's rows up itself (`INDEX_LOOKUP`)."""
+
+
 @contextmanager
-def scoped_queries() -> Iterator[list[int]]:
-    """The rows each query carrying the readable-row condition returned, on any engine."""
+def scoped_queries(statements: list[str] | None = None) -> Iterator[list[int]]:
+    """The rows each scoped query returned, on any engine (and its SQL, into `statements`)."""
     returned: list[int] = []
 
     def after(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if "aizk_scope_keys" in statement:
+        if CHECKED in statement:
             returned.append(cursor.rowcount)
+            if statements is not None:
+                statements.append(statement)
 
     event.listen(Engine, "after_cursor_execute", after)
     try:
@@ -363,10 +371,25 @@ def test_once_a_retriever_has_learnt_what_notes_cost_most_requests_are_one_query
             after_each=lambda: counted.append(len(returned)),
         )
     per_request = [after - before for before, after in itertools.pairwise(counted)]
+    assert min(per_request) >= 1
     fetched = sum(returned[counted[0] :])
     kept = sum(len(re.findall(r"note\d{4}", str(block))) for block in blocks[1:])
     assert sum(per_request) / len(asks) <= 1.3
     assert fetched <= 1.5 * (kept + len(asks))  # the kept prefix and the one past it, each
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_query_looks_the_readers_rows_up_itself_only_where_no_policy_binds(
+    database: Server, best_of_own: Oracle, path: str
+) -> None:
+    asks: list[Ask] = [(READERS[4], QUESTIONS[0])]
+    want = [best_of_own(framework_of(path), READERS[4], QUESTIONS[0])]
+    for role, looks_up in ((APP, False), ("postgres", True)):  # bound; a superuser is not
+        statements: list[str] = []
+        with scoped_queries(statements):
+            assert answers(database, path, asks, role=role) == want
+        assert statements
+        assert all((LOOKED_UP in statement) is looks_up for statement in statements)
 
 
 # -- row-level security: the database is the last line ---------------------------------------
@@ -382,7 +405,8 @@ def filter_removed(monkeypatch: pytest.MonkeyPatch) -> None:
     import aizk_integrations.llama_index._postgres as llama_index_postgres
 
     for module in (langchain_postgres, llama_index_postgres):
-        monkeypatch.setattr(module, "readable_row", lambda table, key: NO_FILTER)
+        for condition in ("within_reader", "index_lookup"):
+            monkeypatch.setattr(module, condition, lambda table, key: NO_FILTER)
 
 
 def _raw(database: Server, path: str, role: str, reader: str, top: int) -> list[list[str]]:

@@ -138,7 +138,10 @@ def test_without_the_iterative_scan_the_rare_reader_comes_back_short(
     import aizk_integrations.langchain._postgres as langchain_postgres
     import aizk_integrations.llama_index._postgres as llama_index_postgres
 
-    reader_ids_only = "SELECT set_config('aizk.reader_ids', :reader_ids, true)"
+    reader_ids_only = (
+        "SELECT set_config('aizk.reader_ids', :reader_ids, true),"
+        " row_security_active(CAST(:table AS regclass))"
+    )
     for module in (langchain_postgres, llama_index_postgres):
         monkeypatch.setattr(module, "START_READING", reader_ids_only)
     assert len(best(database, path, RARE_READER, 4)) < len(RARE)
