@@ -144,6 +144,25 @@ TRANSACTION_READER_IDS: Final = "NULLIF(current_setting('aizk.reader_ids', true)
 NULL; set by an earlier transaction on the same connection, it reads `''`. Both become NULL,
 which names no id, so no row is readable."""
 
+PGVECTOR_SEARCH: Final = (
+    "SELECT {rows}.id, {rows}.document, {rows}.cmetadata,"
+    " {rows}.embedding {distance} CAST(:embedding AS vector) AS distance"
+    " FROM {rows} JOIN {collections} ON {rows}.collection_id = {collections}.uuid"
+    " WHERE {collections}.name = :collection AND {condition}"
+    " ORDER BY distance LIMIT :top"
+)
+"""langchain-postgres's `PGVector` search as the store writes it (its collection, joined by name,
+its distance, nearest first), with the reader's condition beside the ordering. Written out here
+rather than built from the store's ORM classes on every request, which cost twice the time."""
+
+PGVECTOR_DISTANCES: Final = {
+    "cosine_distance": "<=>",
+    "l2_distance": "<->",
+    "max_inner_product": "<#>",
+}
+"""pgvector's operator for each distance a `PGVector` may order by, named as the comparator its
+`distance_strategy` gives (`EmbeddingStore.embedding.cosine_distance`, ...) is."""
+
 ENABLE_ROW_SECURITY: Final = "ALTER TABLE {table} ENABLE ROW LEVEL SECURITY"
 FORCE_ROW_SECURITY: Final = "ALTER TABLE {table} FORCE ROW LEVEL SECURITY"
 """FORCE subjects the table's owner to the policy too (superusers and BYPASSRLS roles never are)."""
@@ -216,6 +235,21 @@ def index_lookup(table: StoreTable, key: str) -> str:
     """`INDEX_LOOKUP` with the bound ids, in parentheses: what a query carries besides where no
     policy binds (`START_READING`), so that it is `readable_row`."""
     return f"({_lookup(table, key, BOUND_READER_IDS)})"
+
+
+def pgvector_search(key: str, distance: str, *, policy: bool) -> str:
+    """`PGVECTOR_SEARCH` for `distance` (a `PGVECTOR_DISTANCES` name), with the exact check, and
+    the index lookup too unless the `policy` binds (`START_READING`)."""
+    table = PGVECTOR_TABLE
+    condition = within_reader(table, key)
+    if not policy:
+        condition = f"{index_lookup(table, key)} AND {condition}"
+    return PGVECTOR_SEARCH.format(
+        rows=table_name(table),
+        collections=_table(table, table.also_read[0]),
+        distance=PGVECTOR_DISTANCES[distance],
+        condition=condition,
+    )
 
 
 def table_name(table: StoreTable) -> str:

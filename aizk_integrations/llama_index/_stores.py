@@ -41,7 +41,7 @@ class ScopeFilter(BaseModel):
     """What narrows one vector store query to the items a reader may read.
 
     The answer a `scoped_query` gives, for a reader's scope ids, for a store the library does not
-    know (pgvector, Pinecone, Weaviate, Elasticsearch...): LlamaIndex metadata `filters`, the
+    know (Pinecone, Weaviate, Elasticsearch...): LlamaIndex metadata `filters`, the
     store's own query keyword arguments (`store_kwargs`), the ids of the only nodes the query
     may return (`node_ids`), or any of them together. Best is exactly "every scope of the item
     is one of these"; any condition every readable item meets is safe, because what the store

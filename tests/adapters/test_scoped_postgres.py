@@ -401,10 +401,10 @@ NO_FILTER = "(CAST(:reader_ids AS text) IS NOT NULL OR true)"
 @pytest.fixture
 def filter_removed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both retrievers' queries without the readable-row condition: only the policy is left."""
-    import aizk_integrations.langchain._postgres as langchain_postgres
+    import aizk_integrations._postgres as postgres
     import aizk_integrations.llama_index._postgres as llama_index_postgres
 
-    for module in (langchain_postgres, llama_index_postgres):
+    for module in (postgres, llama_index_postgres):
         for condition in ("within_reader", "index_lookup"):
             monkeypatch.setattr(module, condition, lambda table, key: NO_FILTER)
 
