@@ -82,7 +82,7 @@ class PGVectorSearch:
         distance = self._store.distance_strategy.__name__
         sql = pgvector_search(self._key, distance, policy=policy)
         return sqlalchemy.text(sql).bindparams(
-            embedding=str(embedding),
+            embedding=_vector(embedding),
             collection=self._store.collection_name,
             top=top,
             reader_ids=ids,
@@ -90,6 +90,11 @@ class PGVectorSearch:
 
 
 _TABLE = table_name(PGVECTOR_TABLE)
+
+
+def _vector(embedding: list[float]) -> str:
+    """pgvector's text for an embedding (whose values may be numpy's floats)."""
+    return "[" + ",".join(str(float(value)) for value in embedding) + "]"
 
 
 def _reading(ids: str) -> dict[str, str]:
