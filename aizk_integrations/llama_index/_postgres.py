@@ -15,6 +15,7 @@ store would run it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -78,12 +79,17 @@ def _store_table(name: str, schema: str | None) -> StoreTable:
     return StoreTable(schema or "public", name, metadata="metadata_")
 
 
+_LISTENING = threading.Lock()
+
+
 def _listen() -> None:
     """Set the reader of every statement that carries one, on every engine: `PGVectorStore`
     keeps its engines to itself, so the listener is on SQLAlchemy's `Engine` class (an async
-    engine runs its statements on a sync one). Added once, on first use."""
-    if not event.contains(Engine, "before_execute", _start_reading):
-        event.listen(Engine, "before_execute", _start_reading, retval=True)
+    engine runs its statements on a sync one). Added once, on first use, under a lock, as the
+    first requests may come at once."""
+    with _LISTENING:
+        if not event.contains(Engine, "before_execute", _start_reading):
+            event.listen(Engine, "before_execute", _start_reading, retval=True)
 
 
 def _start_reading(

@@ -653,3 +653,21 @@ def test_postgres_setup_refuses_a_store_that_is_not_its_frameworks_postgres_stor
         postgres_setup(InMemoryVectorStore(WordEmbeddings()), role="app")
     with pytest.raises(TypeError, match="takes LlamaIndex's PGVectorStore, not "):
         llama_index_postgres_setup(SimpleVectorStore(), role="app")
+
+
+def test_the_scoped_query_hook_leaves_every_query_but_scoped_retrievals_as_the_store_wrote_it(
+    database: Server,
+) -> None:
+    vector_store = owner_pgvectorstore(database, "shared")
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=WordEmbedding())
+    try:
+        everything = texts(index.as_retriever(similarity_top_k=5).retrieve(QUESTIONS[0]))
+    finally:
+        asyncio.run(vector_store.close())
+    hooked = app_pgvectorstore(database, "postgres", "shared")  # a superuser: no policy binds
+    index = VectorStoreIndex.from_vector_store(hooked, embed_model=WordEmbedding())
+    try:
+        assert texts(index.as_retriever(similarity_top_k=5).retrieve(QUESTIONS[0])) == everything
+    finally:
+        asyncio.run(hooked.close())
+    assert len(everything) == 5
