@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._scope_ids import spellings
+from aizk_integrations._scope_ids import Spellings, spellings
 
 READER_IDS_SETTING: Final = "aizk.reader_ids"
 """The transaction-local setting that carries the request's reader ids to the policy."""
@@ -98,6 +98,9 @@ ROW_SCOPES: Final = "jsonb_path_query_array({metadata}::jsonb -> {key}, '$[*]')"
 a no-op on a jsonb column (PGVector's `cmetadata`, LlamaIndex's `metadata_` with
 `use_jsonb=True`) and converts LlamaIndex's default json column."""
 
+ROW_VALUE: Final = "({metadata}::jsonb -> {key})"
+"""The row's scopes as stored (a list, a bare id, or NULL without the key), for containment."""
+
 ROW_KEYS: Final = "{schema}.aizk_scope_keys({metadata}::jsonb, {key})"
 """The row's index keys (`SCOPE_KEYS_FUNCTION`): the expression the scopes index is built on and
 the condition asks it for, written the same in both so the planner matches them."""
@@ -135,6 +138,17 @@ READABLE_ROW: Final = "({lookup} AND {within})"
 query's where no policy binds. Under row-level security only the policy's own conditions may
 drive an index (a query's are not leakproof, so are evaluated after it), so the policy carries
 the lookup."""
+
+CONTAINED_IN_READER: Final = "({scopes} <@ {reader_ids} AND {scopes} <> '[]'::jsonb)"
+"""Under the policy, a query's guard for a reader of few ids (`CONTAINMENT_MOST`): the policy has
+already held each row to the reader, exactly, before the query's conditions are evaluated; this
+keeps a table whose policies admit more from sending the client another reader's rows, at a
+tenth of `WITHIN_READER`'s cost a row. jsonb containment (`<@`) compares a row's scopes with each
+of the reader's values in turn, so for a larger reader the hashed check costs less. (It reads
+`7.0` as 7, which the re-check after the query withholds, as the policy already did.)"""
+
+CONTAINMENT_MOST: Final = 64
+"""Reader ids up to which a query under the policy guards with `CONTAINED_IN_READER`."""
 
 BOUND_READER_IDS: Final = "CAST(:reader_ids AS jsonb)"
 """A query's reader ids: one bound parameter, the JSON text of `reader_ids(...)`."""
@@ -237,13 +251,24 @@ def index_lookup(table: StoreTable, key: str) -> str:
     return f"({_lookup(table, key, BOUND_READER_IDS)})"
 
 
-def pgvector_search(key: str, distance: str, *, policy: bool) -> str:
-    """`PGVECTOR_SEARCH` for `distance` (a `PGVECTOR_DISTANCES` name), with the exact check, and
-    the index lookup too unless the `policy` binds (`START_READING`)."""
-    table = PGVECTOR_TABLE
-    condition = within_reader(table, key)
+def reader_condition(table: StoreTable, key: str, *, policy: bool, ids: int) -> str:
+    """What a query of `table` carries for a reader of `ids` values (bound as `:reader_ids`):
+    where no policy binds (`START_READING`), the readable-row condition with its index lookup;
+    under the policy, which has looked the rows up and checked them, a guard: containment for a
+    reader of few ids, the exact hashed check for more."""
     if not policy:
-        condition = f"{index_lookup(table, key)} AND {condition}"
+        return readable_row(table, key)
+    if ids <= CONTAINMENT_MOST:
+        scopes = ROW_VALUE.format(metadata=_column(table), key=_key(key))
+        return CONTAINED_IN_READER.format(scopes=scopes, reader_ids=BOUND_READER_IDS)
+    return within_reader(table, key)
+
+
+def pgvector_search(key: str, distance: str, *, policy: bool, ids: int) -> str:
+    """`PGVECTOR_SEARCH` for `distance` (a `PGVECTOR_DISTANCES` name), with the reader's
+    condition (`reader_condition`)."""
+    table = PGVECTOR_TABLE
+    condition = reader_condition(table, key, policy=policy, ids=ids)
     return PGVECTOR_SEARCH.format(
         rows=table_name(table),
         collections=_table(table, table.also_read[0]),
@@ -263,15 +288,18 @@ def _readable(table: StoreTable, key: str, reader_ids: str) -> str:
 
 
 def _lookup(table: StoreTable, key: str, reader_ids: str) -> str:
-    metadata = f"{_name(table.name)}.{_name(table.metadata)}"
-    keys = ROW_KEYS.format(schema=_name(table.schema), metadata=metadata, key=_key(key))
+    keys = ROW_KEYS.format(schema=_name(table.schema), metadata=_column(table), key=_key(key))
     return INDEX_LOOKUP.format(keys=keys, reader_ids=reader_ids, most=INDEX_LOOKUP_MOST)
 
 
 def _within(table: StoreTable, key: str, reader_ids: str) -> str:
-    metadata = f"{_name(table.name)}.{_name(table.metadata)}"
-    scopes = ROW_SCOPES.format(metadata=metadata, key=_key(key))
+    scopes = ROW_SCOPES.format(metadata=_column(table), key=_key(key))
     return WITHIN_READER.format(scopes=scopes, reader_ids=reader_ids)
+
+
+def _column(table: StoreTable) -> str:
+    """The metadata column named with its table, as a query joining another table needs."""
+    return f"{_name(table.name)}.{_name(table.metadata)}"
 
 
 def row_security(table: StoreTable, key: str) -> list[str]:
@@ -336,7 +364,11 @@ def setup(table: StoreTable, key: str, role: str) -> list[str]:
 def reader_ids(scope_ids: Iterable[str]) -> str:
     """The JSON text bound or set as a reader's ids: every value a row may store for any of the
     reader's canonical `scope_ids` (`_scope_ids.spellings`), texts then numbers."""
-    values = spellings(scope_ids)
+    return spelled(spellings(scope_ids))
+
+
+def spelled(values: Spellings) -> str:
+    """`reader_ids` of the spellings already worked out."""
     return json.dumps([*values.texts, *values.numbers])
 
 

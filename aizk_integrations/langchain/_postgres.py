@@ -7,7 +7,8 @@ store's public parts: the engine of its `session_maker` (sync or async, as the s
 its collection name, its `distance_strategy` and its embeddings. The transaction first sets the
 reader's ids for row-level security and learns whether the policy binds
 (`_postgres.START_READING`); the query then carries the readable-row condition beside the
-vector ordering: the exact check, and the scopes index lookup where no policy does it. Imported
+vector ordering: the index lookup and the exact check where no policy binds, a guard where one
+does (`_postgres.reader_condition`). Imported
 only once a `PGVector` is in hand: the LangChain adapter loads no database package by itself.
 """
 
@@ -24,9 +25,10 @@ from aizk_integrations._postgres import (
     PGVECTOR_TABLE,
     START_READING,
     pgvector_search,
-    reader_ids,
+    spelled,
     table_name,
 )
+from aizk_integrations._scope_ids import Spellings, spellings
 
 
 class PGVectorSearch:
@@ -52,10 +54,10 @@ class PGVectorSearch:
                 "engine (PGVector(connection=create_engine(...)))"
             )
         embedding = self._store.embeddings.embed_query(query)
-        ids = reader_ids(scope_ids)
+        values = spellings(scope_ids)
         with self._store.session_maker.get_bind().begin() as connection:
-            started = connection.execute(sqlalchemy.text(START_READING), _reading(ids))
-            statement = self._statement(embedding, top, ids, policy=started.one()[-1])
+            started = connection.execute(sqlalchemy.text(START_READING), _reading(values))
+            statement = self._statement(embedding, top, values, policy=started.one()[-1])
             rows = connection.execute(statement).all()
         return _documents(rows)
 
@@ -67,25 +69,25 @@ class PGVectorSearch:
             async with self._store.session_maker() as session:
                 await self._store.aget_collection(session)
         embedding = await self._store.embeddings.aembed_query(query)
-        ids = reader_ids(scope_ids)
+        values = spellings(scope_ids)
         async with self._store.session_maker() as session:
             engine = session.bind
         async with engine.begin() as connection:
-            started = await connection.execute(sqlalchemy.text(START_READING), _reading(ids))
-            statement = self._statement(embedding, top, ids, policy=started.one()[-1])
+            started = await connection.execute(sqlalchemy.text(START_READING), _reading(values))
+            statement = self._statement(embedding, top, values, policy=started.one()[-1])
             rows = (await connection.execute(statement)).all()
         return _documents(rows)
 
     def _statement(
-        self, embedding: list[float], top: int, ids: str, *, policy: bool
+        self, embedding: list[float], top: int, values: Spellings, *, policy: bool
     ) -> sqlalchemy.TextClause:
         distance = self._store.distance_strategy.__name__
-        sql = pgvector_search(self._key, distance, policy=policy)
+        sql = pgvector_search(self._key, distance, policy=policy, ids=len(values))
         return sqlalchemy.text(sql).bindparams(
             embedding=_vector(embedding),
             collection=self._store.collection_name,
             top=top,
-            reader_ids=ids,
+            reader_ids=spelled(values),
         )
 
 
@@ -97,8 +99,8 @@ def _vector(embedding: list[float]) -> str:
     return "[" + ",".join(str(float(value)) for value in embedding) + "]"
 
 
-def _reading(ids: str) -> dict[str, str]:
-    return {"reader_ids": ids, "table": _TABLE}
+def _reading(values: Spellings) -> dict[str, str]:
+    return {"reader_ids": spelled(values), "table": _TABLE}
 
 
 def _documents(rows: Sequence[Any]) -> list[Document]:

@@ -40,6 +40,7 @@ from llama_index.vector_stores.postgres import PGVectorStore
 from pydantic import Field
 from sqlalchemy import Engine, create_engine, event
 
+from aizk_integrations import ScopeDirectory
 from aizk_integrations._postgres import PGVECTOR_TABLE, llama_index_table
 from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
@@ -67,6 +68,7 @@ from tests.adapters.postgres_stores import (
     secure,
 )
 from tests.adapters.stores import WordEmbeddings
+from tests.adapters.test_scoped_real_data import sized
 from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.postgres import Server
 from tests.scoped_corpus import READERS, directory_of, notes, questions, readable_by
@@ -144,12 +146,18 @@ def texts(found: list[NodeWithScore]) -> list[str]:
 
 # -- the retrievers, as the app's role, on each path ------------------------------------------
 
-Ask = tuple[str | None, str]
+Reader = str | ScopeDirectory
+"""One of the 20 readers, by name, or a directory of its own."""
+Ask = tuple[Reader | None, str]
 """A request: its reader (None: a plain search of the store, naming no reader) and question."""
 
 
-def as_reader(reader: str) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": directory_of(reader)}}
+def directory(reader: Reader) -> ScopeDirectory:
+    return directory_of(reader) if isinstance(reader, str) else reader
+
+
+def as_reader(reader: Reader) -> RunnableConfig:
+    return {"configurable": {"aizk_directory": directory(reader)}}
 
 
 def langchain_retriever(store: PGVector, packed: bool) -> BaseRetriever:
@@ -230,7 +238,7 @@ def answers(
         if reader is None:
             plain = VectorStoreIndex.from_vector_store(vector_store, embed_model=WordEmbedding())
             return texts(plain.as_retriever(similarity_top_k=4).retrieve(question))
-        found = shared.for_reader(directory_of(reader)).retrieve(question)
+        found = shared.for_reader(directory(reader)).retrieve(question)
         return _llama_index_answer(found, packed)
 
     try:
@@ -280,7 +288,7 @@ async def _aanswers(
         if reader is None:
             plain = VectorStoreIndex.from_vector_store(vector_store, embed_model=WordEmbedding())
             return texts(await plain.as_retriever(similarity_top_k=4).aretrieve(question))
-        found = await shared.for_reader(directory_of(reader)).aretrieve(question)
+        found = await shared.for_reader(directory(reader)).aretrieve(question)
         return _llama_index_answer(found, packed)
 
     try:
@@ -331,8 +339,8 @@ def test_each_readers_block_is_the_block_a_table_of_only_their_rows_gives(
 # -- one query per request ---------------------------------------------------------------------
 
 
-CHECKED = "scope::text NOT IN"
-"""What every scoped query's SQL holds: the exact check (`WITHIN_READER`)."""
+CHECKED = "-> 'scopes'"
+"""What every scoped query's SQL holds, whichever condition it carries: the row's scopes."""
 LOOKED_UP = "aizk_scope_keys"
 """What a scoped query's SQL holds when it looks the reader's rows up itself (`INDEX_LOOKUP`)."""
 
@@ -379,6 +387,21 @@ def test_once_a_retriever_has_learnt_what_notes_cost_most_requests_are_one_query
 
 
 @pytest.mark.parametrize("path", PATHS)
+def test_under_the_policy_the_query_guards_a_small_reader_by_containment_a_large_by_hash(
+    database: Server, best_of_own: Oracle, path: str
+) -> None:
+    large = sized(READERS[4], 100)  # 100 scopes, half UUIDs: hundreds of spellings
+    want = best_of_own(framework_of(path), READERS[4], QUESTIONS[0])
+    for reader, guard in ((READERS[4], "<@"), (large, "NOT IN")):
+        statements: list[str] = []
+        with scoped_queries(statements):
+            assert answers(database, path, [(reader, QUESTIONS[0])]) == [want]
+        assert statements
+        assert all(guard in statement for statement in statements)
+        assert not any(LOOKED_UP in statement for statement in statements)
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_the_query_looks_the_readers_rows_up_itself_only_where_no_policy_binds(
     database: Server, best_of_own: Oracle, path: str
 ) -> None:
@@ -404,9 +427,11 @@ def filter_removed(monkeypatch: pytest.MonkeyPatch) -> None:
     import aizk_integrations._postgres as postgres
     import aizk_integrations.llama_index._postgres as llama_index_postgres
 
+    def no_filter(table: object, key: str, *, policy: bool, ids: int) -> str:
+        return NO_FILTER
+
     for module in (postgres, llama_index_postgres):
-        for condition in ("within_reader", "index_lookup"):
-            monkeypatch.setattr(module, condition, lambda table, key: NO_FILTER)
+        monkeypatch.setattr(module, "reader_condition", no_filter)
 
 
 def _raw(database: Server, path: str, role: str, reader: str, top: int) -> list[list[str]]:
@@ -464,7 +489,7 @@ def test_on_a_pool_of_4_connections_200_concurrent_requests_each_see_only_their_
     asks = _pool_asks()
     got = answers(database, path, asks, concurrent=True, pool_size=4, max_overflow=0)
     framework = framework_of(path)
-    want = [[] if r is None else best_of_own(framework, r, q) for r, q in asks]
+    want = [[] if r is None else best_of_own(framework, str(r), q) for r, q in asks]
     assert got == want
 
 
