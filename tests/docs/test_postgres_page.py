@@ -9,6 +9,7 @@ import re
 import pytest
 
 from aizk_integrations._postgres import (
+    CONTAINMENT_MOST,
     ITERATIVE_SCAN,
     PGVECTOR_TABLE,
     PREFER_VECTOR_INDEX,
@@ -16,6 +17,7 @@ from aizk_integrations._postgres import (
     SET_READER_IDS,
     START_READING,
     index_lookup,
+    reader_condition,
     setup,
     within_reader,
 )
@@ -62,3 +64,5 @@ def test_the_page_shows_the_readable_row_condition_as_the_library_writes_it() ->
     within = within_reader(PGVECTOR_TABLE, "scopes")
     assert _spaceless(within)[1:-1] in _shown()  # without its outer parentheses
     assert _spaceless(index_lookup(PGVECTOR_TABLE, "scopes")) in _shown()
+    guard = reader_condition(PGVECTOR_TABLE, "scopes", policy=True, ids=CONTAINMENT_MOST)
+    assert _spaceless(guard) in _shown()
