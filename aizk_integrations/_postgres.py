@@ -1,11 +1,11 @@
 """The SQL that keeps each reader of a Postgres + pgvector store to their own rows.
 
 One condition says which rows a reader may read: every scope of the row is one of the reader's
-ids, and it has at least one. The retrievers' queries carry it beside their vector ordering, with
-the reader's ids bound as one jsonb parameter; the row-level security policy carries it with the
-ids of the transaction's setting, so that a query that forgot the filter still returns nothing
-foreign. The function and indexes that make it fast, and the per-transaction settings, are here
-too.
+ids, and it has at least one. The row-level security policy carries it with the ids of the
+transaction's setting, so that a query that forgot the filter still returns nothing foreign;
+the retrievers' queries carry it (or, under the policy, a guard) beside their vector ordering,
+with the reader's ids bound as one jsonb parameter. The function and indexes that make it fast,
+and the per-transaction settings, are here too.
 
 It is written for readers of any size. A reader's ids are every spelling a row may hold
 (`_scope_ids.spellings`): ten thousand scopes, half of them UUIDs, are some 45,000 values. So no
@@ -58,10 +58,10 @@ START_READING: Final = (
 """What the retrievers run first in each query's transaction, in one round trip: `SET_READER_IDS`,
 `ITERATIVE_SCAN`, and whether the policy binds this role on `:table` (`ROW_SECURITY_ACTIVE`).
 
-Bound, the policy looks the reader's rows up in the scopes index, and the query need only carry
-the exact check (`WITHIN_READER`), which guards the client should the table's policies admit
-more; a query's own index lookup would be evaluated row by row after the policy's, at a function
-call each. Unbound, the query carries the lookup too (`READABLE_ROW`).
+Bound, the policy looks the reader's rows up in the scopes index and checks them, and the query
+carries only a guard (`reader_condition`) for a table whose policies admit more; a query's own
+index lookup would be evaluated row by row after the policy's, at a function call each. Unbound,
+the query carries the readable-row condition, lookup and all (`READABLE_ROW`).
 """
 
 PREFER_VECTOR_INDEX: Final = "SET LOCAL enable_bitmapscan = off"
