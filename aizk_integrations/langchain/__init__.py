@@ -30,7 +30,7 @@ try:
     from aizk_integrations.langchain._retriever import AizkEvidenceRetriever
     from aizk_integrations.langchain._room import context_room
     from aizk_integrations.langchain._scoped import AizkScopedRetriever
-    from aizk_integrations.langchain._stores import StoreSearch
+    from aizk_integrations.langchain._stores import StoreSearch, postgres_setup
 except ModuleNotFoundError as _error:
     # Only a missing langchain-core is a missing extra. Anything else (an installed LangChain
     # too old for a name imported here, say) is shown as it is, not blamed on the install.
@@ -55,4 +55,5 @@ __all__ = [
     "StoreSearch",
     "check_packer_last",
     "context_room",
+    "postgres_setup",
 ]

@@ -6,10 +6,12 @@ reader: exactly where the filter can say "every scope of the document is one of 
 the strongest condition it can say that every readable document meets (Chroma: at least one of
 the reader's values). A filter names every value a store may hold for the reader's ids
 (`_scope_ids.spellings`), and past what a store's filter can carry the store is paged
-unfiltered instead (`_store_filters`). Whatever comes back is checked exactly again before it
-is returned. A store with no usable filter (FAISS filters only after its fetch) is searched
-unfiltered and paged. The store packages are never imported here: a store of theirs is only
-recognised once the app has imported its package.
+unfiltered instead (`_store_filters`). langchain-postgres's `PGVector` is asked in SQL of our
+own, exactly and in one query, with the reader's ids set for row-level security too (`_postgres`).
+Whatever comes back is checked exactly again before it is returned. A store with no usable
+filter (FAISS filters only after its fetch) is searched unfiltered and paged. The store packages
+are never imported here: a store of theirs is only recognised once the app has imported its
+package.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from aizk_integrations import _postgres
 from aizk_integrations._scope_ids import scopes_within
 from aizk_integrations._store_filters import chroma_where, qdrant_filter
 
@@ -59,7 +62,29 @@ def searcher(vectorstore: VectorStore, scopes_key: str, custom: StoreSearch | No
         return _Chroma(vectorstore, scopes_key)
     if _is(vectorstore, "langchain_qdrant", "QdrantVectorStore"):
         return _Qdrant(vectorstore, scopes_key)
+    if _is(vectorstore, "langchain_postgres", "PGVector"):
+        from aizk_integrations.langchain._postgres import PGVectorSearch  # needs SQLAlchemy
+
+        return PGVectorSearch(vectorstore, scopes_key)
     return _Unfiltered(vectorstore)
+
+
+def postgres_setup(vectorstore: VectorStore, *, role: str, scopes_key: str = "scopes") -> list[str]:
+    """The SQL a migration runs once, in order, as the owner of a `PGVector` store's tables, for
+    scoped retrieval and row-level security: the scope keys function, a GIN index on the scopes
+    and an HNSW index on the embeddings, the reader policy (forced on the owner too), and SELECT
+    for `role`, the role the app queries as, on the two tables each search reads.
+
+    Run it once the store has made its tables: `for statement in postgres_setup(store,
+    role="app_reader"): connection.exec_driver_sql(statement)`. The HNSW index needs a store made
+    with `embedding_length`. docs/postgres.md says what `role` must not be allowed to do.
+    """
+    if not _is(vectorstore, "langchain_postgres", "PGVector"):
+        raise TypeError(
+            "postgres_setup takes langchain-postgres's PGVector store, not "
+            f"{type(vectorstore).__name__}"
+        )
+    return _postgres.setup(_postgres.PGVECTOR_TABLE, scopes_key, role)
 
 
 def _is(vectorstore: VectorStore, module: str, name: str) -> bool:

@@ -21,10 +21,11 @@ try:
     )
     from aizk_integrations.llama_index._event import AizkEvidencePacked
     from aizk_integrations.llama_index._memory import AizkMemoryBlock
+    from aizk_integrations.llama_index._postgres import pgvector_scoped_query
     from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor
     from aizk_integrations.llama_index._reader import reading_as
     from aizk_integrations.llama_index._scoped import AizkScopedRetriever
-    from aizk_integrations.llama_index._stores import ScopeFilter
+    from aizk_integrations.llama_index._stores import ScopeFilter, postgres_setup
 except ModuleNotFoundError as _error:
     # Only a missing llama-index-core (`llama_index.core`, in the `llama_index` namespace) is a
     # missing extra. Anything else (an installed LlamaIndex too old for a name imported here,
@@ -47,5 +48,7 @@ __all__ = [
     "AizkScopedRetriever",
     "AizkToolEvidenceMemory",
     "ScopeFilter",
+    "pgvector_scoped_query",
+    "postgres_setup",
     "reading_as",
 ]

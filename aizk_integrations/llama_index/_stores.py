@@ -6,6 +6,8 @@ necessary condition) is asked that, and scoped retrieval re-checks what comes ba
 takes no filter at all, or a reader past what its filter can carry, is paged. Which store is
 which was measured on each one's own filter code, not assumed from the operator names, which
 mean different things on a list in different stores. One small class per store says how.
+LlamaIndex's `PGVectorStore` is asked in its own SQL query, exactly, through the
+`customize_query_fn` it is built with (`_postgres`).
 
 The store packages are never imported here until a store of theirs is in hand: a user of one
 store installs no other.
@@ -25,18 +27,21 @@ from llama_index.core.vector_stores import MetadataFilters, SimpleVectorStore
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from pydantic import BaseModel, ConfigDict, Field
 
+from aizk_integrations import _postgres
 from aizk_integrations._scope_ids import scopes_within
 from aizk_integrations._store_filters import chroma_where, qdrant_filter
+from aizk_integrations.llama_index._postgres import pgvector_scoped_query, scoped_read
 
 _CHROMA = ("llama_index.vector_stores.chroma", "ChromaVectorStore")
 _QDRANT = ("llama_index.vector_stores.qdrant", "QdrantVectorStore")
+_PGVECTOR = ("llama_index.vector_stores.postgres", "PGVectorStore")
 
 
 class ScopeFilter(BaseModel):
     """What narrows one vector store query to the items a reader may read.
 
     The answer a `scoped_query` gives, for a reader's scope ids, for a store the library does not
-    know (pgvector, Pinecone, Weaviate, Elasticsearch...): LlamaIndex metadata `filters`, the
+    know (Pinecone, Weaviate, Elasticsearch...): LlamaIndex metadata `filters`, the
     store's own query keyword arguments (`store_kwargs`), the ids of the only nodes the query
     may return (`node_ids`), or any of them together. Best is exactly "every scope of the item
     is one of these"; any condition every readable item meets is safe, because what the store
@@ -83,6 +88,8 @@ def built_in_filter(
         plan = _Simple
     elif _is_a(vector_store, _CHROMA):
         plan = _Chroma
+    elif _is_a(vector_store, _PGVECTOR):
+        plan = _PGVectorStore
     else:
         plan = _Unfiltered
     return plan(vector_store, scopes_key).filter_for(scope_ids)
@@ -131,6 +138,24 @@ class _Chroma(_Plan):
         return ScopeFilter() if where is None else ScopeFilter(store_kwargs={"where": where})
 
 
+class _PGVectorStore(_Plan):
+    """Exact, for any reader, in one query: the store's own vector query, with the readable-row
+    condition beside its ordering and the reader's ids set for row-level security in the same
+    transaction, sync or async on the store's own engines.
+
+    Of the store's public routes, `customize_query_fn` is the one that reaches its SQL: its
+    metadata filters cannot say "every scope is the reader's" (and write their values into the
+    SQL text), and its engines and sessions are private. So the store is built with
+    `pgvector_scoped_query` (`check_store` refuses one built without it), and the reader travels
+    in the keyword arguments `query` hands that hook (`scoped_read`). With an HNSW index the
+    iterative scan may return a page slightly out of distance order, as the store's own
+    search would with it.
+    """
+
+    def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter:
+        return ScopeFilter(store_kwargs=scoped_read(scope_ids, self._key))
+
+
 class _Unfiltered(_Plan):
     """No filter (FAISS refuses every filter, and any store not listed has none of ours): the
     store's own ranking, paged and checked exactly."""
@@ -140,12 +165,23 @@ class _Unfiltered(_Plan):
 
 
 def check_store(vector_store: BasePydanticVectorStore) -> None:
-    """Refuse a store whose ingestion cannot have kept the list of scope ids.
+    """Refuse a store that cannot be asked for a reader's items, saying how to build it.
 
     LlamaIndex's `ChromaVectorStore` flattens metadata by default and refuses a list, and its
     constructor drops a `flat_metadata=False` keyword, so a user who asked for lists may still
-    have flat metadata, with scopes either refused at ingestion or squeezed into one string.
+    have flat metadata, with scopes either refused at ingestion or squeezed into one string. A
+    `PGVectorStore` built without `pgvector_scoped_query` would take the reader's keyword
+    argument and ignore it.
     """
+    if _is_a(vector_store, _PGVECTOR) and not _scoped_pgvector(vector_store):
+        raise ValueError(
+            "scoped retrieval over a PGVectorStore asks the database for the reader's rows in "
+            "the store's own query, through its customize_query_fn, and this store was built "
+            "without it: build it with PGVectorStore(..., customize_query_fn="
+            "pgvector_scoped_query) (or PGVectorStore.from_params(..., customize_query_fn="
+            "pgvector_scoped_query)), from aizk_integrations.llama_index; it changes only "
+            "scoped retrieval's queries"
+        )
     if _is_a(vector_store, _CHROMA) and getattr(vector_store, "flat_metadata", False):
         raise ValueError(
             "scoped retrieval needs the scope ids stored as a list, and this index's "
@@ -154,6 +190,37 @@ def check_store(vector_store: BasePydanticVectorStore) -> None:
             "(ChromaVectorStore's constructor drops a flat_metadata keyword), then write "
             "scopes with scope_metadata"
         )
+
+
+def _scoped_pgvector(vector_store: BasePydanticVectorStore) -> bool:
+    """Whether the store was built with `pgvector_scoped_query`. PGVectorStore keeps the hook in
+    a private attribute and has no accessor: reading it is the only way to refuse, before any
+    query, a store whose queries would drop the reader without a word."""
+    hook = getattr(vector_store, "_customize_query_fn", None)
+    return hook is pgvector_scoped_query
+
+
+def postgres_setup(
+    vector_store: BasePydanticVectorStore, *, role: str, scopes_key: str = "scopes"
+) -> list[str]:
+    """The SQL a migration runs once, in order, as the owner of a `PGVectorStore`'s table, for
+    scoped retrieval and row-level security: the scope keys function, a GIN index on the scopes
+    and an HNSW index on the embeddings, the reader policy (forced on the owner too), and SELECT
+    for `role`, the role the app queries as.
+
+    Run it once the store has made its table (its first `add`): `for statement in
+    postgres_setup(vector_store, role="app_reader"): connection.exec_driver_sql(statement)`.
+    docs/postgres.md says what `role` must not be allowed to do.
+    """
+    if not _is_a(vector_store, _PGVECTOR):
+        raise TypeError(
+            f"postgres_setup takes LlamaIndex's PGVectorStore, not {type(vector_store).__name__}"
+        )
+    table = _postgres.llama_index_table(
+        vector_store.table_name,  # type: ignore[attr-defined]  # PGVectorStore's own fields
+        vector_store.schema_name,  # type: ignore[attr-defined]
+    )
+    return _postgres.setup(table, scopes_key, role)
 
 
 def _is_a(vector_store: BasePydanticVectorStore, where: tuple[str, str]) -> bool:

@@ -33,6 +33,7 @@ from aizk_integrations._postgres import (
     reader_ids,
     reading_grants,
     row_security,
+    scope_keys_function,
     scopes_index,
 )
 from aizk_integrations._scope_ids import scopes_within
@@ -41,8 +42,9 @@ from tests.scoped_corpus import READERS, notes, organizations_of, readable_by
 
 KEY = "scopes"
 UUID = "019820a1-0000-7000-8000-000000000001"
+HEX, URN, BRACED = UUID.replace("-", ""), f"urn:uuid:{UUID}", f"{{{UUID}}}"
 SAM = reader_ids(["sam", "7", UUID])
-"""Sam's ids, as bound: `["019820a1-...", "019820A1-...", "7", 7, "sam"]`."""
+"""Sam's ids, as bound: each UUID spelling, `"7"`, `"sam"`, then the number 7."""
 APP, OWNER, BYPASS = "aizk_sql_app", "aizk_sql_owner", "aizk_sql_bypass"
 NOTES = StoreTable("public", "notes", metadata="cmetadata")
 LOOSE = StoreTable("public", "loose_notes", metadata="cmetadata")
@@ -71,6 +73,7 @@ def server(postgres_server: Server) -> Iterator[Server]:
 
 
 def _create_roles_and_tables(connection: Connection) -> None:
+    connection.exec_driver_sql(scope_keys_function(NOTES))
     connection.execute(text(f"CREATE ROLE {APP} LOGIN NOBYPASSRLS"))
     connection.execute(text(f"CREATE ROLE {OWNER} LOGIN NOBYPASSRLS"))
     connection.execute(text(f"CREATE ROLE {BYPASS} LOGIN BYPASSRLS"))
@@ -83,20 +86,20 @@ def _create_roles_and_tables(connection: Connection) -> None:
         insert = f"INSERT INTO {table.name} VALUES (:id, CAST(:metadata AS jsonb))"
         connection.execute(text(insert), rows)
         for grant in reading_grants(APP, table):
-            connection.exec_driver_sql(grant.as_string())
+            connection.exec_driver_sql(grant)
         connection.exec_driver_sql(f"GRANT SELECT ON {table.name} TO {BYPASS}")
     for statement in row_security(NOTES, KEY):
-        connection.exec_driver_sql(statement.as_string())
+        connection.exec_driver_sql(statement)
     enable, _, policy = row_security(LOOSE, KEY)  # enabled, not forced
-    connection.exec_driver_sql(enable.as_string())
-    connection.exec_driver_sql(policy.as_string())
+    connection.exec_driver_sql(enable)
+    connection.exec_driver_sql(policy)
 
 
 def _is_readable(connection: Connection, metadata_type: str, stored: str | None, ids: str) -> bool:
     """Whether a row whose metadata holds `stored` under the key (None: no key) is readable."""
     metadata = json.dumps({} if stored is None else {KEY: json.loads(stored)})
-    row = f"(SELECT CAST(:metadata AS {metadata_type}) AS cmetadata) AS row"
-    condition = readable_row(NOTES, KEY).as_string()
+    row = f"(SELECT CAST(:metadata AS {metadata_type}) AS cmetadata) AS notes"
+    condition = readable_row(NOTES, KEY)
     query = text(f"SELECT count(*) FROM {row} WHERE {condition}")
     return bool(connection.execute(query, {"metadata": metadata, "reader_ids": ids}).scalar())
 
@@ -110,8 +113,14 @@ ID_FORMS = [
     ("[7]", SAM, True),
     ('[7, "7"]', SAM, True),
     (f'["sam", 7, "{UUID}"]', SAM, True),  # a mixed list
-    (f'"{UUID.upper()}"', SAM, True),  # the reader's spellings include the upper case
+    (f'"{UUID.upper()}"', SAM, True),  # the reader's spellings include the upper case,
+    (f'["{HEX}", "{HEX.upper()}"]', SAM, True),  # the bare hex,
+    (f'["{URN}", "{BRACED.upper()}"]', SAM, True),  # the URN and braces
     (f'["{UUID.upper()}"]', json.dumps(["sam", UUID]), False),  # ... and here they do not
+    ("7.0", SAM, False),  # a float is no id, though jsonb compares it equal to 7
+    ("[7.0]", SAM, False),
+    ('["7.0"]', SAM, False),
+    ("1180591620717411303424", SAM, False),
     ('["sam", "ana"]', SAM, False),  # one scope is not Sam's
     ('"ana"', SAM, False),
     ("[8]", SAM, False),
@@ -147,16 +156,18 @@ def test_the_condition_reads_a_row_exactly_when_every_scope_is_one_of_the_reader
     assert _is_readable(superuser, metadata_type, stored, ids) is readable
 
 
-_ID = st.sampled_from(["sam", "ana", "7", 7, 8, UUID, UUID.upper(), "", "sam,ana"])
+_ID = st.sampled_from(
+    ["sam", "ana", "7", 7, 8, -7, UUID, UUID.upper(), HEX, URN, BRACED, "", "sam,ana", 7.0]
+)
 _STORED = st.one_of(
     _ID,
     st.lists(_ID, max_size=4),
-    st.sampled_from([None, {}, {"sam": 1}, [["sam"]], True, 1.5, [True]]),
+    st.sampled_from([None, {}, {"sam": 1}, [["sam"]], True, 1.5, [True], 2**70]),
 )
 
 
 @settings(max_examples=80, deadline=None)
-@given(stored=_STORED, reader=st.sets(st.sampled_from(["sam", "ana", "7", "8", UUID])))
+@given(stored=_STORED, reader=st.sets(st.sampled_from(["sam", "ana", "7", "8", "-7", UUID])))
 def test_the_database_reads_a_row_as_readable_exactly_when_the_packer_does(
     superuser: Connection, stored: Any, reader: set[str]
 ) -> None:
@@ -343,7 +354,7 @@ def test_on_an_async_pool_of_4_connections_no_request_sees_another_requests_read
 def test_a_query_carrying_the_condition_finds_each_readers_rows_on_either_driver(
     server: Server,
 ) -> None:
-    condition = readable_row(NOTES, KEY).as_string()
+    condition = readable_row(LOOSE, KEY)
     query = text(f"SELECT id FROM loose_notes WHERE {condition}")
     reader = READERS[4]
     ids = reader_ids({reader, *organizations_of(reader)})
@@ -397,10 +408,10 @@ def _create_ranked(superuser: Connection) -> None:
             "   ELSE 'user-' || n % 100 END))"
             " FROM generate_series(1, 10003) AS n"
         ))  # fmt: skip
-        superuser.exec_driver_sql(scopes_index(RANKED, KEY).as_string())
-        superuser.exec_driver_sql(embedding_index(RANKED).as_string())
+        superuser.exec_driver_sql(scopes_index(RANKED, KEY))
+        superuser.exec_driver_sql(embedding_index(RANKED))
         for statement in [*row_security(RANKED, KEY), *reading_grants(APP, RANKED)]:
-            superuser.exec_driver_sql(statement.as_string())
+            superuser.exec_driver_sql(statement)
         superuser.execute(text("ANALYZE ranked"))
 
 
@@ -409,7 +420,7 @@ def _search(
 ) -> tuple[list[str], int]:
     """The plan of a top-10 search as `reader` (the query's filter, or the policy's alone), and
     how many rows it returns; in one transaction with `settings`."""
-    where = f"WHERE {readable_row(RANKED, KEY).as_string()}" if filtered else ""
+    where = f"WHERE {readable_row(RANKED, KEY)}" if filtered else ""
     query = f"SELECT id FROM ranked {where} ORDER BY embedding <=> CAST(:query AS vector) LIMIT 10"
     ids = reader_ids([] if reader is None else [reader])
     with connection.begin():

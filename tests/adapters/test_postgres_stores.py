@@ -37,6 +37,7 @@ from aizk_integrations._postgres import (
     reader_ids,
     reading_grants,
     row_security,
+    scope_keys_function,
     scopes_index,
 )
 from tests.postgres import Server, fresh_database
@@ -99,13 +100,14 @@ def server(postgres_server: Server) -> Iterator[Server]:
 def _secure(server: Server, table: StoreTable) -> None:
     """Index `table`, put it under the policy and let the app's role read it, as a migration
     would."""
-    statements = [scopes_index(table, "scopes"), embedding_index(table)]
-    statements += [*row_security(table, "scopes"), *reading_grants(APP, table)]
+    statements = [scope_keys_function(table), scopes_index(table, "scopes")]
+    statements += [embedding_index(table), *row_security(table, "scopes")]
+    statements += reading_grants(APP, table)
     engine = create_engine(server.url())
     try:
         with engine.begin() as connection:
             for statement in statements:
-                connection.exec_driver_sql(statement.as_string())
+                connection.exec_driver_sql(statement)
             connection.exec_driver_sql(f'ANALYZE "{table.schema}"."{table.name}"')
     finally:
         engine.dispose()
@@ -114,7 +116,7 @@ def _secure(server: Server, table: StoreTable) -> None:
 def _scopes_index_serves(server: Server, table: StoreTable) -> bool:
     """Whether the condition can be answered through `table`'s scopes index (a table this small
     is otherwise scanned, so scans are turned off)."""
-    condition = readable_row(table, "scopes").as_string()
+    condition = readable_row(table, "scopes")
     query = text(f'EXPLAIN SELECT 1 FROM "{table.schema}"."{table.name}" WHERE {condition}')
     engine = create_engine(server.url())
     try:
@@ -128,7 +130,7 @@ def _scopes_index_serves(server: Server, table: StoreTable) -> bool:
 
 def _condition_finds(server: Server, table: StoreTable, text_column: str, reader: str) -> set[str]:
     """The texts of `table` the readable-row condition lets `reader` read (as a superuser)."""
-    condition = readable_row(table, "scopes").as_string()
+    condition = readable_row(table, "scopes")
     query = text(f'SELECT {text_column} FROM "{table.schema}"."{table.name}" WHERE {condition}')
     ids = reader_ids({reader, *organizations_of(reader)})
     engine = create_engine(server.url())

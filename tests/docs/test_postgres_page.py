@@ -9,17 +9,17 @@ import re
 import pytest
 
 from aizk_integrations._postgres import (
+    CONTAINMENT_MOST,
     ITERATIVE_SCAN,
     PGVECTOR_TABLE,
     PREFER_VECTOR_INDEX,
     ROW_SECURITY_ACTIVE,
     SET_READER_IDS,
-    embedding_index,
-    llama_index_table,
-    readable_row,
-    reading_grants,
-    row_security,
-    scopes_index,
+    START_READING,
+    index_lookup,
+    reader_condition,
+    setup,
+    within_reader,
 )
 from tests.docs.pages import DOCS, blocks
 
@@ -41,22 +41,18 @@ def _shown() -> set[str]:
     return shown
 
 
-COMPOSED = [
-    *row_security(PGVECTOR_TABLE, "scopes"),
-    *row_security(llama_index_table("notes"), "scopes"),
-    *reading_grants("app_reader", PGVECTOR_TABLE),
-    scopes_index(PGVECTOR_TABLE, "scopes"),
-    embedding_index(PGVECTOR_TABLE),
-]
+COMPOSED = setup(PGVECTOR_TABLE, "scopes", "app_reader")
+"""What `postgres_setup(store, role="app_reader")` returns for PGVector's table."""
 
 
-@pytest.mark.parametrize("statement", [each.as_string() for each in COMPOSED])
+@pytest.mark.parametrize("statement", COMPOSED)
 def test_the_page_shows_each_composed_statement_as_the_library_writes_it(statement: str) -> None:
     assert _spaceless(statement) in _shown()
 
 
 @pytest.mark.parametrize(
-    "statement", [SET_READER_IDS, ITERATIVE_SCAN, PREFER_VECTOR_INDEX, ROW_SECURITY_ACTIVE]
+    "statement",
+    [START_READING, SET_READER_IDS, ITERATIVE_SCAN, PREFER_VECTOR_INDEX, ROW_SECURITY_ACTIVE],
 )
 def test_the_page_shows_each_per_transaction_statement_as_the_library_runs_it(
     statement: str,
@@ -65,5 +61,8 @@ def test_the_page_shows_each_per_transaction_statement_as_the_library_runs_it(
 
 
 def test_the_page_shows_the_readable_row_condition_as_the_library_writes_it() -> None:
-    condition = readable_row(PGVECTOR_TABLE, "scopes").as_string()
-    assert _spaceless(condition)[1:-1] in _shown()  # without its outer parentheses
+    within = within_reader(PGVECTOR_TABLE, "scopes")
+    assert _spaceless(within)[1:-1] in _shown()  # without its outer parentheses
+    assert _spaceless(index_lookup(PGVECTOR_TABLE, "scopes")) in _shown()
+    guard = reader_condition(PGVECTOR_TABLE, "scopes", policy=True, ids=CONTAINMENT_MOST)
+    assert _spaceless(guard) in _shown()

@@ -64,6 +64,7 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "StoreSearch",
         "check_packer_last",
         "context_room",
+        "postgres_setup",
     ]
     assert langchain_agents.__all__ == [
         "MEMORY_MESSAGE_NAME",
@@ -81,6 +82,8 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "AizkScopedRetriever",
         "AizkToolEvidenceMemory",
         "ScopeFilter",
+        "pgvector_scoped_query",
+        "postgres_setup",
         "reading_as",
     ]
     for module in (counters, langchain, langchain_agents, llama_index):

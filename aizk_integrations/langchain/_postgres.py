@@ -1,0 +1,111 @@
+"""langchain-postgres's `PGVector`, asked for one reader's documents in one SQL query.
+
+PGVector's own filter language cannot say "every scope of the document is the reader's" (`$in`
+matches nothing on a list, `$eq` is exact equality), so scoped retrieval writes the query itself
+(`_postgres.PGVECTOR_SEARCH`, the store's own search with the reader's condition), on the
+store's public parts: the engine of its `session_maker` (sync or async, as the store was made),
+its collection name, its `distance_strategy` and its embeddings. The transaction first sets the
+reader's ids for row-level security and learns whether the policy binds
+(`_postgres.START_READING`); the query then carries the readable-row condition beside the
+vector ordering: the index lookup and the exact check where no policy binds, a guard where one
+does (`_postgres.reader_condition`). Imported
+only once a `PGVector` is in hand: the LangChain adapter loads no database package by itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy
+from langchain_core.documents import Document
+from langchain_core.runnables.config import run_in_executor
+
+from aizk_integrations._postgres import (
+    PGVECTOR_TABLE,
+    START_READING,
+    pgvector_search,
+    spelled,
+    table_name,
+)
+from aizk_integrations._scope_ids import Spellings, spellings
+
+
+class PGVectorSearch:
+    """Exact, for any reader, in one query: the documents of the store's collection whose scopes
+    are all the reader's, best first by the store's own distance, built as PGVector builds them
+    (id, text, metadata). The re-check after it passes every one.
+
+    A store made with a sync engine is searched on its sync session's engine (and async calls
+    run that search on LangChain's executor, since such a store has no async session); one made
+    with an async engine only on its async session's. With an HNSW index, pgvector's iterative
+    scan keeps an approximate search from coming back short for a rare reader; its relaxed order
+    is restored here from the distances.
+    """
+
+    def __init__(self, store: Any, key: str) -> None:
+        self._store, self._key = store, key
+
+    def search(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
+        if self._store.async_mode:
+            raise ValueError(
+                "this PGVector was made with an async engine, which serves only async calls: "
+                "run scoped retrieval over it with ainvoke, or make the store with a sync "
+                "engine (PGVector(connection=create_engine(...)))"
+            )
+        embedding = self._store.embeddings.embed_query(query)
+        values = spellings(scope_ids)
+        with self._store.session_maker.get_bind().begin() as connection:
+            started = connection.execute(sqlalchemy.text(START_READING), _reading(values))
+            statement = self._statement(embedding, top, values, policy=started.one()[-1])
+            rows = connection.execute(statement).all()
+        return _documents(rows)
+
+    async def asearch(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
+        if not self._store.async_mode:
+            return await run_in_executor(None, self.search, query, top, scope_ids)
+        if not hasattr(self._store, "EmbeddingStore"):
+            # An async store learns its tables, and so its distance, on its first async call.
+            async with self._store.session_maker() as session:
+                await self._store.aget_collection(session)
+        embedding = await self._store.embeddings.aembed_query(query)
+        values = spellings(scope_ids)
+        async with self._store.session_maker() as session:
+            engine = session.bind
+        async with engine.begin() as connection:
+            started = await connection.execute(sqlalchemy.text(START_READING), _reading(values))
+            statement = self._statement(embedding, top, values, policy=started.one()[-1])
+            rows = (await connection.execute(statement)).all()
+        return _documents(rows)
+
+    def _statement(
+        self, embedding: list[float], top: int, values: Spellings, *, policy: bool
+    ) -> sqlalchemy.TextClause:
+        distance = self._store.distance_strategy.__name__
+        sql = pgvector_search(self._key, distance, policy=policy, ids=len(values))
+        return sqlalchemy.text(sql).bindparams(
+            embedding=_vector(embedding),
+            collection=self._store.collection_name,
+            top=top,
+            reader_ids=spelled(values),
+        )
+
+
+_TABLE = table_name(PGVECTOR_TABLE)
+
+
+def _vector(embedding: list[float]) -> str:
+    """pgvector's text for an embedding (whose values may be numpy's floats)."""
+    return "[" + ",".join(str(float(value)) for value in embedding) + "]"
+
+
+def _reading(values: Spellings) -> dict[str, str]:
+    return {"reader_ids": spelled(values), "table": _TABLE}
+
+
+def _documents(rows: Sequence[Any]) -> list[Document]:
+    ranked = sorted(rows, key=lambda row: row.distance)  # stable: ties keep the index's order
+    return [
+        Document(id=str(row.id), page_content=row.document, metadata=row.cmetadata)
+        for row in ranked
+    ]

@@ -1,0 +1,466 @@
+"""What scoped retrieval costs over Postgres + pgvector, per request, next to SQL written by hand.
+
+A throwaway PostgreSQL server (tests/postgres.py; pgvector from tools/install_pgvector.sh) holds
+2,000 excerpts of 20-150 words in PGVector's table and in a LlamaIndex `PGVectorStore` table,
+each with the scopes and HNSW indexes and under the reader policy (`postgres_setup`), searched as
+the app's role. A reader owns 5% of them (100) or 50% (1,000); each request packs to a budget of
+2,048 tokens. For each store and reader it reports, per request:
+
+* scoped: `AizkEvidenceRetriever(base_retriever=AizkScopedRetriever(vectorstore=store))` or
+  LlamaIndex's `AizkScopedRetriever(index, evidence=AizkEvidencePostprocessor())`: the queries
+  it sent, the rows they returned, how many were distinct, what the kept prefix needed (the kept
+  items and the one that ended the walk), and the median time;
+* by hand: the SQL an app would write for the same table, one query per request that fetches
+  exactly the kept prefix scoped retrieval found (`LIMIT` kept + 1), with the reader's ids set
+  for the policy in the same transaction, in a retriever of the app's own, packed by the same
+  packer: its median time.
+
+A retriever serves many requests and sizes its first page from what earlier ones kept, so each
+is warmed up by one request before it is measured. Then, readers of 0 to 10,000 scopes (padded
+with groups that hold nothing, half of them named by UUIDs, as directory-synced ones are) over
+the 5% table: the median time per request. Targets: 1.3 queries per request or fewer, distinct
+rows within 1.5x of the need, and time within 1.5x of the hand-written SQL.
+
+    python bench/scoped_postgres.py            # full run
+    python bench/scoped_postgres.py --quick    # a few requests, to keep the script from rotting
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import random
+import statistics
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever as LangChainRetriever
+from langchain_core.runnables import RunnableConfig
+from langchain_postgres import PGVector
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.base_retriever import BaseRetriever as LlamaIndexRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.vector_stores.postgres import PGVectorStore
+from pydantic import ConfigDict
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from aizk_integrations import Scope, ScopeDirectory, scope_metadata
+from aizk_integrations.langchain import (
+    AizkEvidenceCompressor,
+    AizkEvidenceRetriever,
+    AizkScopedRetriever,
+    postgres_setup,
+)
+from aizk_integrations.llama_index import (
+    AizkEvidencePostprocessor,
+    pgvector_scoped_query,
+    reading_as,
+)
+from aizk_integrations.llama_index import AizkScopedRetriever as LlamaIndexScoped
+from aizk_integrations.llama_index import postgres_setup as llama_index_postgres_setup
+from tests.postgres import Server, fresh_database, throwaway_server
+
+SEED = 5
+STORED = 2000
+BUDGET = 2048
+DIMENSIONS = 32
+APP = "bench_app"
+VOCABULARY = [
+    "reranker",
+    "ablation",
+    "sweep",
+    "fused",
+    "lane",
+    "retrieval",
+    "plan",
+    "budget",
+    "token",
+    "evidence",
+    "scope",
+    "session",
+    "memory",
+    "profile",
+    "community",
+    "overview",
+    "artifact",
+    "revision",
+    "quarter",
+    "target",
+    "study",
+    "block",
+    "cosine",
+    "score",
+    "rank",
+    "window",
+    "prompt",
+    "context",
+]  # one line of words reads better than thirty
+SIZES = (0, 1, 100, 1000, 10_000)
+STORE_NAMES = {"langchain": "LangChain PGVector", "llama-index": "LlamaIndex PGVectorStore"}
+
+
+def vector(text_: str) -> list[float]:
+    """Texts sharing words are close: a seeded Gaussian vector per word, summed (no network)."""
+    total = [0.0] * DIMENSIONS
+    for word in text_.split():
+        rng = random.Random(word)
+        for index in range(DIMENSIONS):
+            total[index] += rng.gauss(0.0, 1.0)
+    norm = sum(value * value for value in total) ** 0.5 or 1.0
+    return [value / norm for value in total]
+
+
+class WordEmbeddings(Embeddings):
+    def embed_query(self, text: str) -> list[float]:
+        return vector(text)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [vector(each) for each in texts]
+
+
+class WordEmbedding(BaseEmbedding):
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return vector(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return vector(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return vector(text)
+
+
+def corpus(owned: float) -> list[tuple[str, str, dict[str, list[str]]]]:
+    """`STORED` excerpts (id, text, metadata), the share `owned` of them the reader's, the rest
+    19 others'."""
+    rng = random.Random(SEED)
+    made = []
+    for number in range(STORED):
+        owner = "reader" if number < owned * STORED else f"other-{number % 19}"
+        words = " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(20, 150)))
+        made.append((str(uuid.UUID(int=number + 1)), words, scope_metadata(owner)))
+    rng.shuffle(made)
+    return made
+
+
+def reader_of(size: int) -> ScopeDirectory:
+    """The reader, in `size` scopes: their own, then groups holding nothing."""
+    if size == 0:
+        return ScopeDirectory(scopes={})
+    scopes = {"reader": Scope(name="private")}
+    for number in range(size - 1):
+        key = str(uuid.UUID(int=number + 1)) if number % 2 else f"group-{number:05d}"
+        scopes[key] = Scope(name=f"group {number}")
+    return ScopeDirectory(scopes=scopes)
+
+
+@contextmanager
+def built(server: Server, owned: float) -> Iterator[Server]:
+    """A database holding the corpus in both stores' tables, set up for the app's role."""
+    with fresh_database(server, f"bench_{int(owned * 100)}") as database:
+        _ingest(database, corpus(owned))
+        yield database
+
+
+def _ingest(database: Server, stored: list[tuple[str, str, dict[str, list[str]]]]) -> None:
+    owner = create_engine(database.url())
+    store = PGVector(
+        embeddings=WordEmbeddings(),
+        connection=owner,
+        collection_name="shared",
+        embedding_length=DIMENSIONS,
+    )
+    store.add_documents(
+        [Document(words, id=key, metadata=metadata) for key, words, metadata in stored]
+    )
+    vector_store = PGVectorStore.from_params(
+        host=database.host,
+        port=str(database.port),
+        database=database.dbname,
+        user=database.user,
+        password="",
+        table_name="shared",
+        embed_dim=DIMENSIONS,
+    )
+    vector_store.add(
+        [
+            TextNode(id_=key, text=words, metadata=metadata, embedding=vector(words))
+            for key, words, metadata in stored
+        ]
+    )
+    with owner.begin() as connection:
+        statements = postgres_setup(store, role=APP)
+        statements += llama_index_postgres_setup(vector_store, role=APP)
+        for statement in statements:
+            connection.exec_driver_sql(statement)
+        connection.exec_driver_sql("ANALYZE")
+    owner.dispose()
+    asyncio.run(vector_store.close())
+
+
+@contextmanager
+def queries() -> Iterator[list[int]]:
+    """The rows of each query carrying the readable-row condition, on any engine."""
+    returned: list[int] = []
+
+    def after(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "-> 'scopes'" in statement:  # the row's scopes, which every scoped query reads
+            returned.append(cursor.rowcount)
+
+    event.listen(Engine, "after_cursor_execute", after)
+    try:
+        yield returned
+    finally:
+        event.remove(Engine, "after_cursor_execute", after)
+
+
+HAND_WRITTEN = {
+    "langchain": (
+        "SELECT e.id, e.document, e.cmetadata, e.embedding <=> CAST(:q AS vector) AS distance"
+        " FROM langchain_pg_embedding e JOIN langchain_pg_collection c ON e.collection_id = c.uuid"
+        " WHERE c.name = 'shared' AND e.cmetadata -> 'scopes' <@ CAST(:ids AS jsonb)"
+        " AND e.cmetadata -> 'scopes' <> '[]' ORDER BY distance LIMIT :n"
+    ),
+    "llama-index": (
+        "SELECT node_id, text, metadata_, embedding <=> CAST(:q AS vector) AS distance"
+        " FROM data_shared WHERE metadata_::jsonb -> 'scopes' <@ CAST(:ids AS jsonb)"
+        " AND metadata_::jsonb -> 'scopes' <> '[]' ORDER BY distance LIMIT :n"
+    ),
+}
+"""What an app would write for each table: the reader's scopes within their ids, nearest first."""
+
+
+def hand_rows(
+    engine: Engine, framework: str, reader: ScopeDirectory, question: str, wanted: int
+) -> Sequence[Any]:
+    """The hand-written query, in one transaction with the reader's ids set for the policy."""
+    ids = json.dumps(sorted(reader.scopes))
+    with engine.begin() as connection:
+        connection.execute(text("SELECT set_config('aizk.reader_ids', :ids, true)"), {"ids": ids})
+        parameters = {"q": str(vector(question)), "ids": ids, "n": wanted}
+        return connection.execute(text(HAND_WRITTEN[framework]), parameters).all()
+
+
+class HandWritten(LangChainRetriever):
+    """The retriever an app would write around its own SQL, for one request."""
+
+    engine: Engine
+    reader: ScopeDirectory
+    wanted: int
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        rows = hand_rows(self.engine, "langchain", self.reader, query, self.wanted)
+        return [Document(row.document, id=row.id, metadata=row.cmetadata) for row in rows]
+
+
+class HandWrittenNodes(LlamaIndexRetriever):
+    """The retriever an app would write around its own SQL, for one request."""
+
+    def __init__(self, engine: Engine, reader: ScopeDirectory, wanted: int) -> None:
+        super().__init__()
+        self._engine, self._reader, self._wanted = engine, reader, wanted
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = query_bundle.query_str
+        rows = hand_rows(self._engine, "llama-index", self._reader, query, self._wanted)
+        return [
+            NodeWithScore(
+                node=TextNode(id_=row.node_id, text=row.text, metadata=row.metadata_),
+                score=1 - row.distance,
+            )
+            for row in rows
+        ]
+
+
+def by_hand(
+    engine: Engine, framework: str, reader: ScopeDirectory, question: str, wanted: int
+) -> int:
+    """One request by hand, as an app would make it: its retriever, then the same packer."""
+    if framework == "langchain":
+        documents = HandWritten(engine=engine, reader=reader, wanted=wanted).invoke(question)
+        packer = AizkEvidenceCompressor(directory=reader, budget=BUDGET, return_documents=True)
+        return len(packer.compress_documents(documents, question))
+    nodes = HandWrittenNodes(engine, reader, wanted).retrieve(question)
+    evidence = AizkEvidencePostprocessor(budget=BUDGET, return_nodes=True)
+    with reading_as(reader):
+        return len(evidence.postprocess_nodes(nodes, query_str=question))
+
+
+@dataclass(frozen=True)
+class Row:
+    store: str
+    owned: str
+    calls: float
+    returned: float
+    distinct: float
+    needed: float
+    scoped_ms: float
+    hand_ms: float
+
+
+class Scoped:
+    """One retriever per store, as the app's role, asked for one request's block."""
+
+    def __init__(self, database: Server, framework: str) -> None:
+        self.framework = framework
+        if framework == "langchain":
+            self._engine = create_engine(database.url(user=APP))
+            store = PGVector(
+                embeddings=WordEmbeddings(), connection=self._engine, collection_name="shared"
+            )
+            self._langchain = AizkEvidenceRetriever(
+                base_retriever=AizkScopedRetriever(vectorstore=store),
+                compressor=AizkEvidenceCompressor(budget=BUDGET),
+            )
+        else:
+            self._store = PGVectorStore(
+                engine=create_engine(database.url("psycopg2", user=APP)),
+                async_engine=create_async_engine(database.url("asyncpg", user=APP)),
+                table_name="shared",
+                embed_dim=DIMENSIONS,
+                customize_query_fn=pgvector_scoped_query,
+            )
+            index = VectorStoreIndex.from_vector_store(self._store, embed_model=WordEmbedding())
+            self._llama_index = LlamaIndexScoped(
+                index, evidence=AizkEvidencePostprocessor(budget=BUDGET)
+            )
+
+    def kept(self, reader: ScopeDirectory, question: str) -> int:
+        if self.framework == "langchain":
+            config: RunnableConfig = {"configurable": {"aizk_directory": reader}}
+            blocks = self._langchain.invoke(question, config=config)
+            return int(blocks[0].metadata["aizk_counts"]["kept"]) if blocks else 0
+        with reading_as(reader):
+            found = self._llama_index.retrieve(question)
+        return int(found[0].node.metadata["aizk_counts"]["kept"]) if found else 0
+
+    def close(self) -> None:
+        if self.framework == "langchain":
+            self._engine.dispose()
+        else:
+            asyncio.run(self._store.close())
+
+
+def measure(database: Server, framework: str, owned: float, questions: Sequence[str]) -> Row:
+    scoped = Scoped(database, framework)
+    hand = create_engine(database.url(user=APP))
+    reader = reader_of(1)
+    try:
+        scoped.kept(reader, questions[-1])  # learns what an excerpt costs
+        by_hand(hand, framework, reader, questions[-1], 20)
+        calls, returned, distinct, needed, times, hand_times = [], [], [], [], [], []
+        for question in questions:
+            with queries() as rows:
+                start = time.perf_counter()
+                kept = scoped.kept(reader, question)
+                times.append(time.perf_counter() - start)
+            calls.append(len(rows))
+            returned.append(sum(rows))
+            distinct.append(max(rows, default=0))  # each page a longer prefix of the last
+            needed.append(kept + 1)
+            start = time.perf_counter()
+            by_hand(hand, framework, reader, question, kept + 1)
+            hand_times.append(time.perf_counter() - start)
+    finally:
+        scoped.close()
+        hand.dispose()
+    return Row(
+        STORE_NAMES[framework],
+        f"{owned:.0%}",
+        statistics.mean(calls),
+        statistics.mean(returned),
+        statistics.mean(distinct),
+        statistics.mean(needed),
+        statistics.median(times) * 1000,
+        statistics.median(hand_times) * 1000,
+    )
+
+
+def sized(database: Server, framework: str, questions: Sequence[str]) -> list[float]:
+    """The median time per request of readers of each of `SIZES` scopes."""
+    scoped = Scoped(database, framework)
+    try:
+        scoped.kept(reader_of(1), questions[-1])
+        medians = []
+        for size in SIZES:
+            reader = reader_of(size)
+            times = []
+            for question in questions:
+                start = time.perf_counter()
+                scoped.kept(reader, question)
+                times.append(time.perf_counter() - start)
+            medians.append(statistics.median(times) * 1000)
+        return medians
+    finally:
+        scoped.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a few requests; for CI")
+    args = parser.parse_args(argv)
+    logging.getLogger("aizk_integrations").setLevel(logging.ERROR)
+    rng = random.Random(SEED + 1)
+    questions = [" ".join(rng.sample(VOCABULARY, 3)) for _ in range(3 if args.quick else 20)]
+    rows, sizes = [], {}
+    with throwaway_server() as server:
+        engine = create_engine(server.url())
+        with engine.begin() as connection:
+            connection.exec_driver_sql(f'CREATE ROLE "{APP}" LOGIN NOBYPASSRLS')
+        engine.dispose()
+        for owned in (0.05, 0.5):
+            with built(server, owned) as database:
+                for framework in ("langchain", "llama-index"):
+                    rows.append(measure(database, framework, owned, questions))
+                    if owned == 0.05:
+                        sizes[framework] = sized(database, framework, questions)
+    print(
+        f"{STORED} stored excerpts of 20-150 words, budget {BUDGET}, under row-level security "
+        f"as the app's role, {len(questions)} questions per row (means per request)\n"
+    )
+    print(
+        "| store | reader owns | queries | returned | distinct | needed | distinct / needed "
+        "| scoped ms | by hand ms | scoped / by hand |"
+    )
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for row in rows:
+        print(
+            f"| {row.store} | {row.owned} | {row.calls:.2f} | {row.returned:.0f} | "
+            f"{row.distinct:.0f} | {row.needed:.1f} | {row.distinct / row.needed:.2f} | "
+            f"{row.scoped_ms:.1f} | {row.hand_ms:.1f} | {row.scoped_ms / row.hand_ms:.2f} |"
+        )
+    print("\nreaders of many scopes, 5% table: median ms per request (and x the 1-scope reader)\n")
+    print("| store | " + " | ".join(f"{size} scopes" for size in SIZES) + " |")
+    print("|---|" + "--:|" * len(SIZES))
+    for framework, medians in sizes.items():
+        one = medians[SIZES.index(1)]
+        cells = " | ".join(f"{ms:.1f} ({ms / one:.1f}x)" for ms in medians)
+        print(f"| {STORE_NAMES[framework]} | {cells} |")
+    calls = max(row.calls for row in rows)
+    fetched = max(row.distinct / row.needed for row in rows)
+    slower = max(row.scoped_ms / row.hand_ms for row in rows)
+    print(
+        f"\ngoals: queries per request <= 1.3: worst {calls:.2f} -> {_yes(calls <= 1.3)}; "
+        f"distinct within 1.5x of the need: worst {fetched:.2f} -> {_yes(fetched <= 1.5)}; "
+        f"time within 1.5x of SQL by hand: worst {slower:.2f} -> {_yes(slower <= 1.5)}"
+    )
+    return 0
+
+
+def _yes(met: bool) -> str:
+    return "yes" if met else "NO"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
