@@ -34,27 +34,38 @@ import logging
 import random
 import statistics
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever as LangChainRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_postgres import PGVector
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever as LlamaIndexRetriever
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.vector_stores.postgres import PGVectorStore
 from pydantic import ConfigDict
+from scoped import (  # the embedded stores' bench: one corpus, one embedding, one reader
+    BUDGET,
+    DIMENSIONS,
+    SEED,
+    SIZES,
+    STORED,
+    VOCABULARY,
+    Excerpt,
+    WordEmbedding,
+    WordEmbeddings,
+    corpus,
+    sized,
+    vector,
+)
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from aizk_integrations import Scope, ScopeDirectory, scope_metadata
+from aizk_integrations import ScopeDirectory, scope_metadata
 from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
     AizkEvidenceRetriever,
@@ -70,97 +81,8 @@ from aizk_integrations.llama_index import AizkScopedRetriever as LlamaIndexScope
 from aizk_integrations.llama_index import postgres_setup as llama_index_postgres_setup
 from tests.postgres import Server, fresh_database, throwaway_server
 
-SEED = 5
-STORED = 2000
-BUDGET = 2048
-DIMENSIONS = 32
 APP = "bench_app"
-VOCABULARY = [
-    "reranker",
-    "ablation",
-    "sweep",
-    "fused",
-    "lane",
-    "retrieval",
-    "plan",
-    "budget",
-    "token",
-    "evidence",
-    "scope",
-    "session",
-    "memory",
-    "profile",
-    "community",
-    "overview",
-    "artifact",
-    "revision",
-    "quarter",
-    "target",
-    "study",
-    "block",
-    "cosine",
-    "score",
-    "rank",
-    "window",
-    "prompt",
-    "context",
-]  # one line of words reads better than thirty
-SIZES = (0, 1, 100, 1000, 10_000)
 STORE_NAMES = {"langchain": "LangChain PGVector", "llama-index": "LlamaIndex PGVectorStore"}
-
-
-def vector(text_: str) -> list[float]:
-    """Texts sharing words are close: a seeded Gaussian vector per word, summed (no network)."""
-    total = [0.0] * DIMENSIONS
-    for word in text_.split():
-        rng = random.Random(word)
-        for index in range(DIMENSIONS):
-            total[index] += rng.gauss(0.0, 1.0)
-    norm = sum(value * value for value in total) ** 0.5 or 1.0
-    return [value / norm for value in total]
-
-
-class WordEmbeddings(Embeddings):
-    def embed_query(self, text: str) -> list[float]:
-        return vector(text)
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [vector(each) for each in texts]
-
-
-class WordEmbedding(BaseEmbedding):
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return vector(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return vector(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return vector(text)
-
-
-def corpus(owned: float) -> list[tuple[str, str, dict[str, list[str]]]]:
-    """`STORED` excerpts (id, text, metadata), the share `owned` of them the reader's, the rest
-    19 others'."""
-    rng = random.Random(SEED)
-    made = []
-    for number in range(STORED):
-        owner = "reader" if number < owned * STORED else f"other-{number % 19}"
-        words = " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(20, 150)))
-        made.append((str(uuid.UUID(int=number + 1)), words, scope_metadata(owner)))
-    rng.shuffle(made)
-    return made
-
-
-def reader_of(size: int) -> ScopeDirectory:
-    """The reader, in `size` scopes: their own, then groups holding nothing."""
-    if size == 0:
-        return ScopeDirectory(scopes={})
-    scopes = {"reader": Scope(name="private")}
-    for number in range(size - 1):
-        key = str(uuid.UUID(int=number + 1)) if number % 2 else f"group-{number:05d}"
-        scopes[key] = Scope(name=f"group {number}")
-    return ScopeDirectory(scopes=scopes)
 
 
 @contextmanager
@@ -171,7 +93,7 @@ def built(server: Server, owned: float) -> Iterator[Server]:
         yield database
 
 
-def _ingest(database: Server, stored: list[tuple[str, str, dict[str, list[str]]]]) -> None:
+def _ingest(database: Server, stored: list[Excerpt]) -> None:
     owner = create_engine(database.url())
     store = PGVector(
         embeddings=WordEmbeddings(),
@@ -180,7 +102,7 @@ def _ingest(database: Server, stored: list[tuple[str, str, dict[str, list[str]]]
         embedding_length=DIMENSIONS,
     )
     store.add_documents(
-        [Document(words, id=key, metadata=metadata) for key, words, metadata in stored]
+        [Document(each.text, id=each.id, metadata=scope_metadata(each.owner)) for each in stored]
     )
     vector_store = PGVectorStore.from_params(
         host=database.host,
@@ -193,8 +115,13 @@ def _ingest(database: Server, stored: list[tuple[str, str, dict[str, list[str]]]
     )
     vector_store.add(
         [
-            TextNode(id_=key, text=words, metadata=metadata, embedding=vector(words))
-            for key, words, metadata in stored
+            TextNode(
+                id_=each.id,
+                text=each.text,
+                metadata=scope_metadata(each.owner),
+                embedding=vector(each.text),
+            )
+            for each in stored
         ]
     )
     with owner.begin() as connection:
@@ -355,7 +282,7 @@ class Scoped:
 def measure(database: Server, framework: str, owned: float, questions: Sequence[str]) -> Row:
     scoped = Scoped(database, framework)
     hand = create_engine(database.url(user=APP))
-    reader = reader_of(1)
+    reader = sized(1)
     try:
         scoped.kept(reader, questions[-1])  # learns what an excerpt costs
         by_hand(hand, framework, reader, questions[-1], 20)
@@ -387,14 +314,14 @@ def measure(database: Server, framework: str, owned: float, questions: Sequence[
     )
 
 
-def sized(database: Server, framework: str, questions: Sequence[str]) -> list[float]:
+def by_reader_size(database: Server, framework: str, questions: Sequence[str]) -> list[float]:
     """The median time per request of readers of each of `SIZES` scopes."""
     scoped = Scoped(database, framework)
     try:
-        scoped.kept(reader_of(1), questions[-1])
+        scoped.kept(sized(1), questions[-1])
         medians = []
         for size in SIZES:
-            reader = reader_of(size)
+            reader = sized(size)
             times = []
             for question in questions:
                 start = time.perf_counter()
@@ -424,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for framework in ("langchain", "llama-index"):
                     rows.append(measure(database, framework, owned, questions))
                     if owned == 0.05:
-                        sizes[framework] = sized(database, framework, questions)
+                        sizes[framework] = by_reader_size(database, framework, questions)
     print(
         f"{STORED} stored excerpts of 20-150 words, budget {BUDGET}, under row-level security "
         f"as the app's role, {len(questions)} questions per row (means per request)\n"

@@ -61,7 +61,9 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
     fetched page by page.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # Settings changed after construction are checked as the constructor checks them: a `k` of 0
+    # set later would otherwise reach the pager.
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
     vectorstore: VectorStore = Field(description="The shared store holding every reader's items.")
     k: int = Field(default=4, ge=1, description="Documents returned when used on its own.")
@@ -83,7 +85,8 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
         exclude=True,
         description=(
             "How to ask this store for one reader's documents (see StoreSearch); None: the "
-            "built-in way for InMemoryVectorStore, Chroma and Qdrant, else unfiltered paging."
+            "built-in way for InMemoryVectorStore, Chroma, Qdrant and PGVector, else "
+            "unfiltered paging."
         ),
     )
     reader_of_user: ReaderOfUser | None = Field(
@@ -101,8 +104,9 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         """The reader's best `k` documents (this call's `k`, else the retriever's)."""
+        top = self._top(k)
         request = self.request_for(query, request_reader(current_config(), self.reader_of_user))
-        return [] if request is None else request.best(request.search, self.k if k is None else k)
+        return [] if request is None else request.best(request.search, top)
 
     async def _aget_relevant_documents(
         self,
@@ -111,15 +115,23 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
+        top = self._top(k)
         request = self.request_for(query, request_reader(current_config(), self.reader_of_user))
         if request is None:
             return []
-        top = self.k if k is None else k
         pages = await fetched_pages(
             lambda search: list(islice(request.readable(search, top, Fetched()), top)),
             request.asearch,
         )
         return request.best(pages, top)
+
+    def _top(self, k: object) -> int:
+        """This call's `k`, else the retriever's: how many documents the call returns."""
+        if k is None:
+            return self.k
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k must be an int of at least 1 (the documents returned), got {k!r}")
+        return k
 
     def request_for(self, query: str, reader: ScopeDirectory | None) -> StoreRequest | None:
         """One request's store query for `reader`, or `None` when the store is not to be asked:

@@ -64,9 +64,10 @@ class AizkScopedRetriever(BaseRetriever):
     only while the budget has room; its report and `AizkEvidencePacked` event are the
     postprocessor's own. Give such an engine no postprocessor of its own.
 
-    The store is asked first for `similarity_top_k` nodes, then for twice as many each time the
-    readable ones run out, `max_fetch` at most. Qdrant is filtered exactly, `SimpleVectorStore`
-    and Chroma with a necessary condition, FAISS not at all; `scoped_query` plugs in any other
+    The store is asked first for what the budget is likely to take (`similarity_top_k` on its
+    own), then for twice as many each time the readable ones run out, `max_fetch` at most.
+    `SimpleVectorStore`, Qdrant and `PGVectorStore` are filtered exactly, Chroma with a
+    necessary condition, FAISS not at all (`_stores`); `scoped_query` plugs in any other
     store (it gets the reader's scope ids and returns a `ScopeFilter`). Whatever the store
     returns is re-checked with `ScopeDirectory.may_read` on the metadata key `scopes_key`
     before it is returned, so a weak filter costs pages, never another reader's text. Nodes in

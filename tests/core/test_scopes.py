@@ -182,3 +182,17 @@ def test_a_scope_id_holding_any_line_break_is_refused_as_a_key_and_when_written(
     ):
         with pytest.raises(ValueError, match=rf"holds a line break \(U\+{ord(line_break):04X}\)"):
             build()
+
+
+@pytest.mark.parametrize(
+    "unreadable",
+    ["ana,bob", "ana bob", '["ana", "bob"]', {"x": 1}, {"ana": True}, [["ana"]], 7.0, True, b"ana"],
+)
+def test_scopes_that_cannot_be_read_as_ids_are_readable_by_no_one(unreadable: object) -> None:
+    # A reader of every id those values could be taken to name still may not read them: the
+    # store's answer is re-checked with may_read, and it must never take a guess for a yes.
+    everyone = ScopeDirectory(
+        scopes={each: Scope(name=f"s{index}") for index, each in enumerate(("ana", "bob", "x"))}
+    )
+    assert everyone.may_read(unreadable) is False
+    assert everyone.may_read(["ana", "bob"]) is True

@@ -1,0 +1,148 @@
+"""Scoped retrieval at its edges, in both frameworks: scopes that cannot be read, a store that
+answers with nothing or without scores, a rare reader on a store filtered in its query, and
+counts set to nothing after construction."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.runnables import RunnableConfig
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core import StorageContext, VectorStoreIndex
+from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.vector_stores import SimpleVectorStore
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
+from pydantic import ValidationError
+
+from aizk_integrations import Scope, ScopeDirectory
+from aizk_integrations import llama_index as aizk_llama_index
+from aizk_integrations.langchain import AizkEvidenceRetriever, AizkScopedRetriever
+from tests.adapters.stores import WordEmbeddings
+from tests.adapters.word_embedding import WordEmbedding, word_vector
+
+ANA_AND_BOB = ScopeDirectory(scopes={"ana": Scope(name="ana"), "bob": Scope(name="bob")})
+"""A reader of every id an encoded list "ana,bob" could be taken to name."""
+SAM = ScopeDirectory.for_caller("sam", {})
+
+
+def as_reader(reader: ScopeDirectory) -> RunnableConfig:
+    return {"configurable": {"aizk_directory": reader}}
+
+
+def langchain_store(documents: list[Document]) -> InMemoryVectorStore:
+    store = InMemoryVectorStore(WordEmbeddings())
+    store.add_documents(documents)
+    return store
+
+
+def test_an_encoded_list_of_scopes_reaches_no_reader_of_langchain_scoped_retrieval() -> None:
+    store = langchain_store(
+        [
+            Document("garden gate code", id="encoded", metadata={"scopes": "ana,bob"}),
+            Document("garden gate hinge", id="listed", metadata={"scopes": ["ana", "bob"]}),
+        ]
+    )
+    retriever = AizkScopedRetriever(vectorstore=store, k=4)
+    for reader in (ANA_AND_BOB, SAM):
+        found = retriever.invoke("garden gate", as_reader(reader))
+        assert "encoded" not in [document.id for document in found]
+        found = asyncio.run(retriever.ainvoke("garden gate", as_reader(reader)))
+        assert "encoded" not in [document.id for document in found]
+    assert [d.id for d in retriever.invoke("garden gate", as_reader(ANA_AND_BOB))] == ["listed"]
+    assert retriever.invoke("garden gate", as_reader(SAM)) == []
+
+
+def test_a_rare_reader_on_an_in_memory_store_is_found_with_a_page_of_one() -> None:
+    # The store is filtered in its query, so the one readable document among many is the
+    # first page's answer; paged unfiltered, 8 documents would never reach it.
+    others = [
+        Document(f"garden note {index}", id=f"ana-{index}", metadata={"scopes": ["ana"]})
+        for index in range(200)
+    ]
+    mine = Document("a far away reply", id="sam-0", metadata={"scopes": ["sam"]})
+    retriever = AizkScopedRetriever(vectorstore=langchain_store([*others, mine]), k=1, max_fetch=8)
+    assert [d.id for d in retriever.invoke("garden note", as_reader(SAM))] == ["sam-0"]
+    packed = AizkEvidenceRetriever(base_retriever=retriever).invoke("garden note", as_reader(SAM))
+    [block] = packed
+    assert "a far away reply" in block.page_content
+    assert block.metadata["aizk_counts"]["kept"] == 1
+
+
+def test_k_set_to_nothing_after_construction_is_refused_naming_it() -> None:
+    retriever = AizkScopedRetriever(vectorstore=langchain_store([]))
+    with pytest.raises(ValidationError, match=r"k\n  Input should be greater than or equal to 1"):
+        retriever.k = 0
+    with pytest.raises(ValidationError, match="max_fetch"):
+        retriever.max_fetch = 0
+    assert (retriever.k, retriever.max_fetch) == (4, 1024)
+
+
+@pytest.mark.parametrize("k", [0, -1, True, 2.0])
+def test_a_calls_own_k_of_nothing_is_refused_naming_it(k: Any) -> None:
+    retriever = AizkScopedRetriever(vectorstore=langchain_store([]))
+    with pytest.raises(ValueError, match=r"k must be an int of at least 1 .*, got"):
+        retriever.invoke("garden", as_reader(SAM), k=k)
+    with pytest.raises(ValueError, match=r"k must be an int of at least 1 .*, got"):
+        asyncio.run(retriever.ainvoke("garden", as_reader(SAM), k=k))
+
+
+# LlamaIndex: what a store hands back
+
+
+class Answering(SimpleVectorStore):
+    """A store whose every query is answered with `answer` (set per test)."""
+
+    answer: VectorStoreQueryResult = VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        return self.answer
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        return self.answer
+
+
+def node(text: str, scopes: list[str]) -> TextNode:
+    return TextNode(id_=text, text=text, metadata={"scopes": scopes}, embedding=word_vector(text))
+
+
+def answered_by(answer: VectorStoreQueryResult) -> aizk_llama_index.AizkScopedRetriever:
+    store = Answering()
+    store.answer = answer
+    index = VectorStoreIndex(
+        [],
+        storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=WordEmbedding(),
+    )
+    return aizk_llama_index.AizkScopedRetriever(
+        index, scoped_query=lambda ids: aizk_llama_index.ScopeFilter()
+    )
+
+
+def retrieved(retriever: aizk_llama_index.AizkScopedRetriever) -> list[list[NodeWithScore]]:
+    bound = retriever.for_reader(SAM)
+    return [bound.retrieve("garden"), asyncio.run(bound.aretrieve("garden"))]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        VectorStoreQueryResult(nodes=[], similarities=[], ids=[]),
+        VectorStoreQueryResult(nodes=[], similarities=None, ids=None),
+        VectorStoreQueryResult(nodes=None, similarities=None, ids=None),
+        VectorStoreQueryResult(nodes=None, similarities=None, ids=[]),
+    ],
+    ids=["no nodes", "no nodes, no similarities", "nothing at all", "no ids"],
+)
+def test_a_store_answering_with_nothing_gives_nothing(answer: VectorStoreQueryResult) -> None:
+    assert retrieved(answered_by(answer)) == [[], []]
+
+
+def test_nodes_without_similarities_come_back_unscored_and_still_checked() -> None:
+    answer = VectorStoreQueryResult(
+        nodes=[node("garden one", ["sam"]), node("garden two", ["ana"])], similarities=None
+    )
+    for found in retrieved(answered_by(answer)):
+        assert [(scored.node.node_id, scored.score) for scored in found] == [("garden one", None)]
