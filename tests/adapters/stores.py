@@ -14,10 +14,12 @@ import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import chromadb
 import faiss
+from chromadb.api import ClientAPI
 from chromadb.config import Settings
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
@@ -80,7 +82,14 @@ class WordEmbeddings(Embeddings):
         return hash_vector(text)
 
 
-_chroma = chromadb.EphemeralClient(Settings(anonymized_telemetry=False))
+@cache
+def chroma_client() -> ClientAPI:
+    """The tests' one embedded Chroma, opened at first use rather than at import: its runtime
+    starts threads, and a process that only collected the tests (mutmut's fork server, which
+    forks a worker per mutant) would hand their held locks to every worker, which then hangs."""
+    return chromadb.EphemeralClient(Settings(anonymized_telemetry=False))
+
+
 _qdrant = QdrantClient(":memory:")
 _names = iter(range(10**9))
 
@@ -149,7 +158,9 @@ class _LangChainStore(Store):
         if kind == "langchain-in-memory":
             store = InMemoryVectorStore(embedding)
         elif kind == "langchain-chroma":
-            store = Chroma(collection_name=_name(), embedding_function=embedding, client=_chroma)
+            store = Chroma(
+                collection_name=_name(), embedding_function=embedding, client=chroma_client()
+            )
         elif kind == "langchain-qdrant":
             _qdrant.create_collection(
                 collection_name=(name := _name()),
@@ -216,7 +227,7 @@ class _LlamaIndexStore(Store):
         if kind == "llama-index-simple":
             vector_store = SimpleVectorStore()
         elif kind == "llama-index-chroma":
-            collection = _chroma.create_collection(_name(), embedding_function=None)
+            collection = chroma_client().create_collection(_name(), embedding_function=None)
             vector_store = ChromaVectorStore(chroma_collection=collection)
             vector_store.flat_metadata = False  # its constructor drops a flat_metadata keyword
         elif kind == "llama-index-qdrant":

@@ -16,9 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import chromadb
 import pytest
-from chromadb.config import Settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_chroma import Chroma
@@ -39,6 +37,7 @@ from aizk_integrations.langchain import (
     AizkEvidenceRetriever,
     AizkScopedRetriever,
 )
+from tests.adapters.stores import chroma_client
 from tests.scoped_corpus import READERS, Note, directory_of, hash_vector, notes, questions
 
 NOTES = notes()
@@ -64,9 +63,6 @@ def as_documents(stored: list[Note]) -> list[Document]:
     ]
 
 
-_chroma = chromadb.EphemeralClient(Settings(anonymized_telemetry=False))
-
-
 def in_memory(documents: list[Document], name: str) -> VectorStore:
     store = InMemoryVectorStore(WordEmbeddings())
     store.add_documents(documents)
@@ -74,7 +70,9 @@ def in_memory(documents: list[Document], name: str) -> VectorStore:
 
 
 def chroma(documents: list[Document], name: str) -> VectorStore:
-    store = Chroma(collection_name=name, embedding_function=WordEmbeddings(), client=_chroma)
+    store = Chroma(
+        collection_name=name, embedding_function=WordEmbeddings(), client=chroma_client()
+    )
     store.add_documents(documents, ids=[document.id or "" for document in documents])
     return store
 

@@ -20,10 +20,8 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-import chromadb
 import faiss
 import pytest
-from chromadb.config import Settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llama_index.core import StorageContext, VectorStoreIndex
@@ -62,6 +60,7 @@ from aizk_integrations.llama_index import (
     ScopeFilter,
     reading_as,
 )
+from tests.adapters.stores import chroma_client
 from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.scoped_corpus import (
     DIMENSIONS,
@@ -103,7 +102,6 @@ def as_nodes(stored: list[Note]) -> list[TextNode]:
     ]
 
 
-_chroma = chromadb.EphemeralClient(Settings(anonymized_telemetry=False))
 _qdrant = QdrantClient(":memory:")
 
 
@@ -111,7 +109,9 @@ def new_store(kind: str, name: str) -> BasePydanticVectorStore:
     if kind == "simple":
         return SimpleVectorStore()
     if kind == "chroma":
-        collection = _chroma.create_collection(f"llama-index-{name}", embedding_function=None)
+        collection = chroma_client().create_collection(
+            f"llama-index-{name}", embedding_function=None
+        )
         chroma = ChromaVectorStore(chroma_collection=collection)
         chroma.flat_metadata = False  # its constructor drops a flat_metadata keyword
         return chroma
@@ -765,7 +765,7 @@ def test_scope_metadata_survives_each_stores_round_trip_out_of_the_prompt(kind: 
 
 
 def test_a_chroma_store_left_with_flat_metadata_is_refused_with_the_fix() -> None:
-    collection = _chroma.create_collection("llama-index-flat", embedding_function=None)
+    collection = chroma_client().create_collection("llama-index-flat", embedding_function=None)
     store = ChromaVectorStore(chroma_collection=collection, flat_metadata=False)
     assert store.flat_metadata  # the keyword is dropped: why the retriever checks
     index = VectorStoreIndex(
