@@ -17,7 +17,10 @@ them (100) or 50% (1,000), the rest are 19 other readers'. Each request packs to
 2. scoped against filtering after the store's top 10 (`store.as_retriever(k=10)` packed for the
    reader): what a reader gets, and what the store was asked;
 3. readers of 0, 1, 100, 1,000 and 10,000 scopes (their own plus groups that hold nothing, half
-   named by UUIDs): the median time per request on every store.
+   named by UUIDs): the median time per request on every store;
+4. the same over Postgres + pgvector (`bench/scoped_postgres.py`, which also runs alone): a
+   throwaway server, LangChain's `PGVector` and LlamaIndex's `PGVectorStore` under row-level
+   security, against SQL written by hand, and by the reader's size.
 
 Goals, on the exact stores: at most 1.3 store calls per request; distinct items within 1.5x of
 the need; time within 1.5x of the hand-written filter; a reader of 10,000 scopes within 3x of a
@@ -31,10 +34,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import random
 import statistics
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,12 +46,10 @@ import faiss
 from chromadb.config import Settings
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from langchain_qdrant import QdrantVectorStore
 from llama_index.core import StorageContext, VectorStoreIndex
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import (
@@ -64,6 +63,20 @@ from llama_index.vector_stores.chroma import ChromaVectorStore
 from llama_index.vector_stores.faiss import FaissVectorStore
 from llama_index.vector_stores.qdrant import QdrantVectorStore as LlamaQdrant
 from qdrant_client import QdrantClient, models
+from scoped_corpus import (
+    BUDGET,
+    DIMENSIONS,
+    SIZES,
+    STORED,
+    Excerpt,
+    WordEmbedding,
+    WordEmbeddings,
+    asked_questions,
+    corpus,
+    sized,
+    vector,
+)
+from scoped_postgres import postgres_tables
 
 from aizk_integrations import Scope, ScopeDirectory, scope_metadata
 from aizk_integrations import llama_index as aizk_llama_index
@@ -72,122 +85,10 @@ from aizk_integrations.langchain import (
     AizkEvidenceRetriever,
     AizkScopedRetriever,
 )
+from tests.postgres import NoServerError
 
 warnings.filterwarnings("ignore", message="`langchain-community` is being sunset")
 from langchain_community.vectorstores import FAISS  # noqa: E402
-
-SEED = 5
-STORED = 2000
-BUDGET = 2048
-DIMENSIONS = 32
-SIZES = (0, 1, 100, 1000, 10_000)
-VOCABULARY = [
-    "reranker",
-    "ablation",
-    "sweep",
-    "fused",
-    "lane",
-    "retrieval",
-    "plan",
-    "budget",
-    "token",
-    "evidence",
-    "scope",
-    "session",
-    "memory",
-    "profile",
-    "community",
-    "overview",
-    "artifact",
-    "revision",
-    "quarter",
-    "target",
-    "study",
-    "block",
-    "morning",
-    "review",
-    "notes",
-    "draft",
-    "chapter",
-    "summary",
-    "meeting",
-    "agenda",
-    "owner",
-    "deadline",
-    "metric",
-    "baseline",
-    "recall",
-    "precision",
-    "latency",
-    "index",
-    "shard",
-    "replica",
-    "embedding",
-    "cosine",
-    "score",
-    "rank",
-    "window",
-    "prompt",
-    "context",
-]
-
-
-def _word(word: str) -> list[float]:
-    rng = random.Random(word)
-    return [rng.gauss(0.0, 1.0) for _ in range(DIMENSIONS)]
-
-
-_WORDS: dict[str, list[float]] = {}
-
-
-def vector(text: str) -> list[float]:
-    """Texts sharing words are close: a seeded Gaussian vector per word, summed (no network)."""
-    total = [0.0] * DIMENSIONS
-    for word in text.split():
-        if word not in _WORDS:
-            _WORDS[word] = _word(word)
-        for index, value in enumerate(_WORDS[word]):
-            total[index] += value
-    norm = sum(value * value for value in total) ** 0.5 or 1.0
-    return [value / norm for value in total]
-
-
-class WordEmbeddings(Embeddings):
-    def embed_query(self, text: str) -> list[float]:
-        return vector(text)
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [vector(text) for text in texts]
-
-
-class WordEmbedding(BaseEmbedding):
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return vector(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return vector(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return vector(text)
-
-
-@dataclass(frozen=True)
-class Excerpt:
-    id: str
-    text: str
-    owner: str
-
-
-def corpus(owned: float) -> list[Excerpt]:
-    """`STORED` excerpts, the share `owned` of them the reader's, the rest 19 others'."""
-    rng = random.Random(SEED)
-    made = []
-    for number in range(STORED):
-        owner = "reader" if number < owned * STORED else f"other-{number % 19}"
-        words = " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(20, 150)))
-        made.append(Excerpt(str(uuid.UUID(int=number + 1)), words, owner))
-    rng.shuffle(made)
-    return made
 
 
 @dataclass
@@ -437,26 +338,14 @@ def against_hand(kind: Kind, reader: ScopeDirectory, questions: Sequence[str], o
     )
 
 
-def sized(size: int) -> ScopeDirectory:
-    """The reader padded with groups that hold nothing, half of them named by UUIDs."""
-    if size == 0:
-        return ScopeDirectory(scopes={})
-    scopes = {"reader": Scope(name="private")}
-    for number in range(size - 1):
-        key = str(uuid.UUID(int=10**6 + number)) if number % 2 else f"group-{number:05d}"
-        scopes[key] = Scope(name=f"group {number}")
-    return ScopeDirectory(scopes=scopes)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few requests; for CI")
     args = parser.parse_args(argv)
     # The unscoped rows withhold other readers' notes by design: their warnings would bury it.
     logging.getLogger("aizk_integrations").setLevel(logging.ERROR)
-    rng = random.Random(SEED + 1)
     count = 3 if args.quick else 20
-    questions = [" ".join(rng.sample(VOCABULARY, 3)) for _ in range(count)]
+    questions = asked_questions(count)
     reader = ScopeDirectory(scopes={"reader": Scope(name="private")})
     rows: list[Row] = []
     unscoped: list[tuple[str, str, float, float]] = []
@@ -516,6 +405,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"goal (exact stores): {goal}: worst {worst:.2f} -> {'yes' if worst <= limit else 'NO'}"
         )
+    print("\n4. Postgres + pgvector\n")
+    try:
+        postgres_tables(questions)
+    except NoServerError as missing:  # the embedded stores' tables stand on their own
+        print(f"not measured: {missing}")
     return 0
 
 

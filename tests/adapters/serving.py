@@ -18,7 +18,12 @@ def serving(app: FastAPI) -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    # Keep-alive outlasts the tests: a pooled connection idle past uvicorn's default 5 s (a load
+    # test on a busy machine) is closed by the server just as the client reuses it, a ReadError.
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="error", timeout_keep_alive=120
+    )
+    running = uvicorn.Server(config)
     thread = threading.Thread(target=running.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -5,9 +5,11 @@ counts set to nothing after construction."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
+from langchain_classic.retrievers import EnsembleRetriever
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -146,3 +148,139 @@ def test_nodes_without_similarities_come_back_unscored_and_still_checked() -> No
     )
     for found in retrieved(answered_by(answer)):
         assert [(scored.node.node_id, scored.score) for scored in found] == [("garden one", None)]
+
+
+# No reader, or a reader of nothing, on every path of the LangChain scoped retriever
+
+
+@pytest.mark.parametrize("path", ["invoke", "ainvoke", "packed", "apacked"])
+def test_a_request_with_no_reader_gets_nothing_and_is_told_how_to_name_one(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = langchain_store([Document("garden gate", metadata={"scopes": ["sam"]})])
+    scoped = AizkScopedRetriever(vectorstore=store)
+    retriever = (
+        scoped if path in ("invoke", "ainvoke") else AizkEvidenceRetriever(base_retriever=scoped)
+    )
+    with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
+        if path.startswith("a"):
+            found = asyncio.run(retriever.ainvoke("garden gate", {}))
+        else:
+            found = retriever.invoke("garden gate", {})
+    assert found == []
+    assert (
+        "scoped retrieval has no reader for this request, so it retrieves nothing; pass this "
+        "request's reader as config={'configurable': {'aizk_directory': directory}}"
+    ) in caplog.text
+
+
+@pytest.mark.parametrize("path", ["packed", "apacked"])
+def test_a_reader_of_no_scopes_gets_no_block_on_either_path(path: str) -> None:
+    store = langchain_store([Document("garden gate", metadata={"scopes": ["sam"]})])
+    retriever = AizkEvidenceRetriever(base_retriever=AizkScopedRetriever(vectorstore=store))
+    nobody = as_reader(ScopeDirectory(scopes={}))
+    if path == "apacked":
+        assert asyncio.run(retriever.ainvoke("garden gate", nobody)) == []
+    else:
+        assert retriever.invoke("garden gate", nobody) == []
+
+
+class Logging(Answering):
+    """A store that logs at DEBUG what it found, as Chroma's does, and warns of a problem."""
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        logging.getLogger(__name__).debug("found: Ana's gate code is 4417")
+        logging.getLogger(__name__).warning("the index is being rebuilt")
+        return self.answer
+
+
+def test_a_stores_own_debug_lines_are_dropped_during_the_scoped_query_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = Logging()
+    index = VectorStoreIndex(
+        [],
+        storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=WordEmbedding(),
+    )
+    retriever = aizk_llama_index.AizkScopedRetriever(
+        index, scoped_query=lambda ids: aizk_llama_index.ScopeFilter()
+    ).for_reader(SAM)
+    with caplog.at_level(logging.DEBUG, logger=__name__):
+        retriever.retrieve("garden")
+        assert [record.getMessage() for record in caplog.records if record.name == __name__] == [
+            "the index is being rebuilt"
+        ]
+        caplog.clear()
+        store.query(VectorStoreQuery(query_embedding=word_vector("garden")))  # not scoped
+        assert [record.getMessage() for record in caplog.records if record.name == __name__] == [
+            "found: Ana's gate code is 4417",
+            "the index is being rebuilt",
+        ]
+
+
+# The async paths ask the store through its async API, filtered as the sync paths are
+
+
+class Recording(InMemoryVectorStore):
+    """An in-memory store that records which API each search came through."""
+
+    def __init__(self) -> None:
+        super().__init__(WordEmbeddings())
+        self.calls: list[str] = []
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        self.calls.append("sync")
+        return super().similarity_search(query, k, **kwargs)
+
+    async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        self.calls.append("async")
+        return InMemoryVectorStore.similarity_search(self, query, k, **kwargs)
+
+
+def rare_reader_store() -> Recording:
+    store = Recording()
+    store.add_documents(
+        [
+            Document(f"garden note {index}", id=f"ana-{index}", metadata={"scopes": ["ana"]})
+            for index in range(200)
+        ]
+        + [Document("a far away reply", id="sam-0", metadata={"scopes": ["sam"]})]
+    )
+    return store
+
+
+def test_the_async_scoped_retriever_asks_the_async_api_with_the_readers_filter() -> None:
+    store = rare_reader_store()
+    retriever = AizkScopedRetriever(vectorstore=store, k=1, max_fetch=8)
+    found = asyncio.run(retriever.ainvoke("garden note", as_reader(SAM)))
+    assert [document.id for document in found] == ["sam-0"]
+    assert store.calls == ["async"]
+
+
+def test_the_async_packed_retrieval_asks_the_async_api_with_the_readers_filter() -> None:
+    store = rare_reader_store()
+    scoped = AizkScopedRetriever(vectorstore=store, k=1, max_fetch=8)
+    [block] = asyncio.run(
+        AizkEvidenceRetriever(base_retriever=scoped).ainvoke("garden note", as_reader(SAM))
+    )
+    assert "a far away reply" in block.page_content
+    assert block.metadata["aizk_counts"]["kept"] == 1
+    # A first request pages from k: a full page of 1, then a short page of 2, as the sync path.
+    assert store.calls == ["async", "async"]
+    sync = rare_reader_store()
+    AizkEvidenceRetriever(
+        base_retriever=AizkScopedRetriever(vectorstore=sync, k=1, max_fetch=8)
+    ).invoke("garden note", as_reader(SAM))
+    assert sync.calls == ["sync", "sync"]
+
+
+def test_an_async_packed_retrieval_of_any_retriever_passes_the_request_on() -> None:
+    # Around an ensemble (which calls its retrievers with callbacks alone), the request's
+    # reader still reaches the scoped retriever inside, on the async path too.
+    scoped = AizkScopedRetriever(vectorstore=rare_reader_store(), k=1, max_fetch=8)
+    ensemble = EnsembleRetriever(retrievers=[scoped, scoped], weights=[0.5, 0.5])
+    [block] = asyncio.run(
+        AizkEvidenceRetriever(base_retriever=ensemble).ainvoke("garden note", as_reader(SAM))
+    )
+    assert "a far away reply" in block.page_content

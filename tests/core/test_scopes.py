@@ -196,3 +196,9 @@ def test_scopes_that_cannot_be_read_as_ids_are_readable_by_no_one(unreadable: ob
     )
     assert everyone.may_read(unreadable) is False
     assert everyone.may_read(["ana", "bob"]) is True
+
+
+def test_a_directorys_scopes_show_as_the_dict_they_copy() -> None:
+    scopes = reader().scopes
+    assert repr(scopes) == repr(dict(scopes))
+    assert repr(scopes).startswith("{'org-a': Scope(name='alpha', description='A')")
