@@ -19,7 +19,6 @@ The oracle is written from the docs' rules, not from the packer's code.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -46,7 +45,6 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
-from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import Field
 
@@ -61,6 +59,7 @@ from aizk_integrations.llama_index import (
 )
 from tests.adapters.harness import Adapter
 from tests.adapters.recorders import ChatModelCalls
+from tests.adapters.tracing import SpanRecorder
 
 QUESTION = "what do I know?"
 READERS: dict[str | None, ScopeDirectory | None] = {
@@ -229,43 +228,6 @@ class Events(BaseEventHandler):
         self.seen.append(event)
 
 
-class Spans(BaseSpanHandler[Any]):
-    """What a tracing handler is told of each span: its arguments, its result, its error."""
-
-    told: list[tuple[str, str]] = Field(default_factory=list)
-
-    def new_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        parent_span_id: str | None = None,
-        tags: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.told.append((id_, repr(bound_args.arguments)))
-
-    def prepare_to_exit_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        result: Any | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.told.append((id_, repr(result)))
-
-    def prepare_to_drop_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        err: BaseException | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.told.append((id_, repr(err)))
-
-
 class Lines(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -302,7 +264,7 @@ def observed() -> Iterator[Seen]:
     """Record every channel while the body calls an entry point: LangChain's runs, LlamaIndex's
     events and spans, and every log record down to DEBUG."""
     seen = Seen()
-    events, spans, lines = Events(), Spans(), Lines()
+    events, spans, lines = Events(), SpanRecorder(), Lines()
     dispatcher = get_dispatcher()
     dispatcher.add_event_handler(events)
     dispatcher.add_span_handler(spans)
@@ -331,7 +293,7 @@ def observed() -> Iterator[Seen]:
             seen.counts = event.counts
         if not event.span_id or not event.span_id.startswith(FRAMEWORK_OWN):
             seen.channels.append(repr(event.model_dump()))
-    seen.channels += [told for id_, told in spans.told if not id_.startswith(FRAMEWORK_OWN)]
+    seen.channels += [told for id_, told in spans.told() if not id_.startswith(FRAMEWORK_OWN)]
     seen.channels += [record.getMessage() for record in lines.records]
     seen.warnings = [
         record.getMessage()

@@ -9,11 +9,9 @@ and `MockLLM` echoes the prompt it receives, so each test reads exactly what a m
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 from uuid import UUID
 
 import pytest
@@ -36,11 +34,10 @@ from llama_index.core.schema import (
     TextNode,
 )
 from llama_index_instrumentation import get_dispatcher
-from llama_index_instrumentation.span_handlers.base import BaseSpanHandler
-from pydantic import Field
 
 from aizk_integrations import EvidenceError, Scope, ScopeDirectory
 from aizk_integrations.llama_index import AizkEvidencePostprocessor, reading_as
+from tests.adapters.tracing import SpanRecorder
 
 SAM = "sam"
 ANA = "ana"
@@ -214,44 +211,6 @@ def test_the_block_node_id_follows_its_content() -> None:
     assert first[0].node.node_id == again[0].node.node_id
     assert str(UUID(first[0].node.node_id)) == first[0].node.node_id
     assert smaller[0].node.node_id != first[0].node.node_id
-
-
-class SpanRecorder(BaseSpanHandler[Any]):
-    """Records what LlamaIndex's instrumentation tells a tracing handler, as Langfuse would see."""
-
-    entered: list[tuple[str, dict[str, Any]]] = Field(default_factory=list)
-    exited: list[tuple[str, Any]] = Field(default_factory=list)
-
-    def new_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        parent_span_id: str | None = None,
-        tags: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.entered.append((id_, dict(bound_args.arguments)))
-
-    def prepare_to_exit_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        result: Any | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.exited.append((id_, result))
-
-    def prepare_to_drop_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        err: BaseException | None = None,
-        **kwargs: Any,
-    ) -> None:
-        pass
 
 
 def test_tracing_handlers_see_the_postprocessor_span_with_how_many_nodes_it_was_handed() -> None:

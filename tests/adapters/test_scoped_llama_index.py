@@ -27,10 +27,7 @@ from hypothesis import strategies as st
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
-from llama_index.core.callbacks.base_handler import BaseCallbackHandler
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -49,7 +46,6 @@ from llama_index.core.vector_stores.types import (
 from llama_index.vector_stores.chroma import ChromaVectorStore
 from llama_index.vector_stores.faiss import FaissVectorStore
 from llama_index.vector_stores.qdrant import QdrantVectorStore
-from pydantic import Field
 from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from aizk_integrations import Scope, ScopeDirectory, scope_metadata
@@ -61,6 +57,7 @@ from aizk_integrations.llama_index import (
     reading_as,
 )
 from tests.adapters.stores import chroma_client
+from tests.adapters.tracing import EveryEvent, EveryPayload
 from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.scoped_corpus import (
     DIMENSIONS,
@@ -262,55 +259,6 @@ def test_a_query_engine_prompt_holds_the_readers_own_block() -> None:
 
 
 # -- what events, callbacks and logs carry ---------------------------------------------------
-
-
-class EveryEvent(BaseEventHandler):
-    """Every instrumentation event, as a tracing handler on the root dispatcher sees it."""
-
-    events: list[BaseEvent] = Field(default_factory=list)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "EveryEvent"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        self.events.append(event)
-
-
-class EveryPayload(BaseCallbackHandler):
-    """Every legacy callback payload, as a `CallbackManager` handler sees it."""
-
-    def __init__(self) -> None:
-        super().__init__(event_starts_to_ignore=[], event_ends_to_ignore=[])
-        self.payloads: list[tuple[CBEventType, dict[str, Any]]] = []
-
-    def on_event_start(
-        self,
-        event_type: CBEventType,
-        payload: dict[str, Any] | None = None,
-        event_id: str = "",
-        parent_id: str = "",
-        **kwargs: Any,
-    ) -> str:
-        self.payloads.append((event_type, payload or {}))
-        return event_id
-
-    def on_event_end(
-        self,
-        event_type: CBEventType,
-        payload: dict[str, Any] | None = None,
-        event_id: str = "",
-        **kwargs: Any,
-    ) -> None:
-        self.payloads.append((event_type, payload or {}))
-
-    def start_trace(self, trace_id: str | None = None) -> None:
-        pass
-
-    def end_trace(
-        self, trace_id: str | None = None, trace_map: dict[str, list[str]] | None = None
-    ) -> None:
-        pass
 
 
 class Lines(logging.Handler):

@@ -29,15 +29,11 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_postgres import PGVector
 from llama_index.core import VectorStoreIndex
-from llama_index.core.callbacks import CallbackManager, CBEventType
-from llama_index.core.callbacks.base_handler import BaseCallbackHandler
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.vector_stores import VectorStoreQuery
 from llama_index.vector_stores.postgres import PGVectorStore
-from pydantic import Field
 from sqlalchemy import Engine, create_engine, event
 
 from aizk_integrations import ScopeDirectory
@@ -69,6 +65,7 @@ from tests.adapters.postgres_stores import (
 )
 from tests.adapters.stores import WordEmbeddings
 from tests.adapters.test_scoped_real_data import sized
+from tests.adapters.tracing import EveryEvent, EveryPayload
 from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.postgres import Server
 from tests.scoped_corpus import READERS, directory_of, notes, questions, readable_by
@@ -513,55 +510,6 @@ async def streamed(chain: Any, question: str, config: RunnableConfig) -> str:
     return "\n".join(seen)
 
 
-class EveryEvent(BaseEventHandler):
-    """Every LlamaIndex instrumentation event, as a tracing handler sees it."""
-
-    events: list[BaseEvent] = Field(default_factory=list)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "EveryEvent"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        self.events.append(event)
-
-
-class EveryPayload(BaseCallbackHandler):
-    """Every LlamaIndex callback payload, as a `CallbackManager` handler sees it."""
-
-    def __init__(self) -> None:
-        super().__init__(event_starts_to_ignore=[], event_ends_to_ignore=[])
-        self.payloads: list[str] = []
-
-    def on_event_start(
-        self,
-        event_type: CBEventType,
-        payload: dict[str, Any] | None = None,
-        event_id: str = "",
-        parent_id: str = "",
-        **kwargs: Any,
-    ) -> str:
-        self.payloads.append(repr(payload))
-        return event_id
-
-    def on_event_end(
-        self,
-        event_type: CBEventType,
-        payload: dict[str, Any] | None = None,
-        event_id: str = "",
-        **kwargs: Any,
-    ) -> None:
-        self.payloads.append(repr(payload))
-
-    def start_trace(self, trace_id: str | None = None) -> None:
-        pass
-
-    def end_trace(
-        self, trace_id: str | None = None, trace_map: dict[str, list[str]] | None = None
-    ) -> None:
-        pass
-
-
 def _llama_index_seen(vector_store: PGVectorStore, reader: str, question: str, packed: bool) -> str:
     """Every event and callback payload of one retrieval, as text."""
     events, payloads = EveryEvent(), EveryPayload()
@@ -573,7 +521,8 @@ def _llama_index_seen(vector_store: PGVectorStore, reader: str, question: str, p
         retriever.retrieve(question)
     finally:
         root.event_handlers.remove(events)
-    return "\n".join([*(repr(event.model_dump()) for event in events.events), *payloads.payloads])
+    told = [repr(event.model_dump()) for event in events.events]
+    return "\n".join([*told, *(repr(payload) for _, payload in payloads.payloads)])
 
 
 @settings(
