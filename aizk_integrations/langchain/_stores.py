@@ -66,7 +66,7 @@ def searcher(vectorstore: VectorStore, scopes_key: str, custom: StoreSearch | No
         from aizk_integrations.langchain._postgres import PGVectorSearch  # needs SQLAlchemy
 
         return PGVectorSearch(vectorstore, scopes_key)
-    return _Unfiltered(vectorstore)
+    return _Unfiltered(vectorstore, scopes_key)
 
 
 def postgres_setup(vectorstore: VectorStore, *, role: str, scopes_key: str = "scopes") -> list[str]:
@@ -154,9 +154,6 @@ class _Unfiltered(_Filtered):
     another name; any other store without a built-in way is searched the same, until it is
     given a `StoreSearch` of its own.
     """
-
-    def __init__(self, store: VectorStore) -> None:
-        super().__init__(store, "")
 
     def filter_for(self, scope_ids: frozenset[str]) -> None:
         return None

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_classic.retrievers import (
     ContextualCompressionRetriever,
     EnsembleRetriever,
@@ -24,6 +26,8 @@ from langchain_classic.retrievers.document_compressors import DocumentCompressor
 from langchain_community.document_transformers import LongContextReorder
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListLLM
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -35,6 +39,8 @@ from aizk_integrations.langchain import (
     AizkScopedRetriever,
     check_packer_last,
 )
+from aizk_integrations.langchain_agents import AizkMemoryMiddleware
+from tests.adapters.recorders import ChatModelCalls
 from tests.adapters.stores import WordEmbeddings
 from tests.scoped_corpus import READERS, directory_of, notes, questions
 
@@ -253,3 +259,32 @@ def test_a_packer_handed_a_block_says_the_retrieval_packs_twice(
         assert outer.invoke("garden budget", as_reader("user-03")) == []
     assert "1 item is an evidence block already: the retrieval packs twice" in caplog.text
     assert "filter_complex_metadata" not in caplog.text
+
+
+@dataclass
+class Tenant:
+    """An agent's runtime context, naming the turn's reader."""
+
+    aizk_directory: ScopeDirectory
+
+
+@pytest.mark.parametrize("name", ["MultiQueryRetriever", "MergerRetriever"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_the_reader_of_an_agents_context_reaches_a_scoped_retriever_inside_the_memorys(
+    name: str, asynchronous: bool
+) -> None:
+    calls = ChatModelCalls()
+    reader = READERS[3]
+    memory = AizkMemoryMiddleware(COMPOSITIONS[name](), AizkEvidenceCompressor(budget=BUDGET))
+    model = GenericFakeChatModel(messages=iter([AIMessage("answer")]))
+    agent: Any = create_agent(model, middleware=[memory], context_schema=Tenant)
+    question = {"messages": [("human", questions(1, seed=3)[0])]}
+    turn = {"config": {"callbacks": [calls]}, "context": Tenant(directory_of(reader))}
+    if asynchronous:
+        asyncio.run(agent.ainvoke(question, **turn))
+    else:
+        agent.invoke(question, **turn)
+    [call] = calls.calls
+    prompt = " ".join(str(message.content) for message in call)
+    assert any(note.text in prompt for note in NOTES if note.text not in foreign(reader))
+    assert not any(text in prompt for text in foreign(reader))

@@ -7,23 +7,36 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any
+from uuid import UUID
 
 import pytest
 from langchain_classic.retrievers import EnsembleRetriever
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    BaseCallbackHandler,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_qdrant import QdrantVectorStore
 from llama_index.core import StorageContext, VectorStoreIndex
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.llms import MockLLM
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
+from qdrant_client import QdrantClient
+from qdrant_client.models import Distance, VectorParams
 
 from aizk_integrations import Scope, ScopeDirectory
 from aizk_integrations import llama_index as aizk_llama_index
 from aizk_integrations.langchain import AizkEvidenceRetriever, AizkScopedRetriever
+from aizk_integrations.langchain._stores import searcher
 from tests.adapters.stores import WordEmbeddings
 from tests.adapters.word_embedding import WordEmbedding, word_vector
+from tests.scoped_corpus import DIMENSIONS
 
 ANA_AND_BOB = ScopeDirectory(scopes={"ana": Scope(name="ana"), "bob": Scope(name="bob")})
 """A reader of every id an encoded list "ana,bob" could be taken to name."""
@@ -95,32 +108,38 @@ def test_a_calls_own_k_of_nothing_is_refused_naming_it(k: Any) -> None:
 
 
 class Answering(SimpleVectorStore):
-    """A store whose every query is answered with `answer` (set per test)."""
+    """A store whose every query is answered with `answer` (set per test), recording the
+    keywords each query was given."""
 
     answer: VectorStoreQueryResult = VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+    asked: list[dict[str, Any]] = Field(default_factory=list)
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        self.asked.append(kwargs)
         return self.answer
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        return self.answer
+        return self.query(query, **kwargs)
 
 
 def node(text: str, scopes: list[str]) -> TextNode:
     return TextNode(id_=text, text=text, metadata={"scopes": scopes}, embedding=word_vector(text))
 
 
-def answered_by(answer: VectorStoreQueryResult) -> aizk_llama_index.AizkScopedRetriever:
-    store = Answering()
+def answered_by(
+    answer: VectorStoreQueryResult,
+    narrowing: aizk_llama_index.ScopeFilter | None = None,
+    store: Answering | None = None,
+) -> aizk_llama_index.AizkScopedRetriever:
+    store = Answering() if store is None else store
     store.answer = answer
     index = VectorStoreIndex(
         [],
         storage_context=StorageContext.from_defaults(vector_store=store),
         embed_model=WordEmbedding(),
     )
-    return aizk_llama_index.AizkScopedRetriever(
-        index, scoped_query=lambda ids: aizk_llama_index.ScopeFilter()
-    )
+    chosen = aizk_llama_index.ScopeFilter() if narrowing is None else narrowing
+    return aizk_llama_index.AizkScopedRetriever(index, scoped_query=lambda ids: chosen)
 
 
 def retrieved(retriever: aizk_llama_index.AizkScopedRetriever) -> list[list[NodeWithScore]]:
@@ -194,6 +213,18 @@ class Logging(Answering):
         return self.answer
 
 
+def test_the_store_is_given_the_scoped_querys_keywords_on_either_path() -> None:
+    where = {"scopes": {"$in": ["sam"]}}
+    store = Answering()
+    retriever = answered_by(
+        VectorStoreQueryResult(nodes=[], similarities=[], ids=[]),
+        aizk_llama_index.ScopeFilter(store_kwargs={"where": where}),
+        store,
+    )
+    assert retrieved(retriever) == [[], []]
+    assert store.asked == [{"where": where}, {"where": where}]
+
+
 def test_a_stores_own_debug_lines_are_dropped_during_the_scoped_query_alone(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -208,8 +239,10 @@ def test_a_stores_own_debug_lines_are_dropped_during_the_scoped_query_alone(
     ).for_reader(SAM)
     with caplog.at_level(logging.DEBUG, logger=__name__):
         retriever.retrieve("garden")
+        asyncio.run(retriever.aretrieve("garden"))
         assert [record.getMessage() for record in caplog.records if record.name == __name__] == [
-            "the index is being rebuilt"
+            "the index is being rebuilt",
+            "the index is being rebuilt",
         ]
         caplog.clear()
         store.query(VectorStoreQuery(query_embedding=word_vector("garden")))  # not scoped
@@ -284,3 +317,199 @@ def test_an_async_packed_retrieval_of_any_retriever_passes_the_request_on() -> N
         AizkEvidenceRetriever(base_retriever=ensemble).ainvoke("garden note", as_reader(SAM))
     )
     assert "a far away reply" in block.page_content
+
+
+# LlamaIndex: the async path answers as the sync path does, whatever the call asks
+
+
+SAMS_NOTES = [
+    TextNode(
+        id_=f"sam-{index}",
+        text=f"garden note {index} " + "reranker sweep " * (index % 7),
+        metadata={"scopes": ["sam"]},
+        embedding=word_vector(f"garden note {index} " + "reranker sweep " * (index % 7)),
+    )
+    for index in range(60)
+]
+
+
+def simple_index() -> VectorStoreIndex:
+    return VectorStoreIndex([node.model_copy() for node in SAMS_NOTES], embed_model=WordEmbedding())
+
+
+def both_paths(retriever: aizk_llama_index.AizkScopedRetriever, query: QueryBundle) -> list[Any]:
+    """The sync and the async answer, each node as its id, score, text and counts."""
+    bound = retriever.for_reader(SAM)
+    answers = [bound.retrieve(query), asyncio.run(bound.aretrieve(query))]
+    return [
+        [
+            (node.node_id, scored.score, node.get_content(), node.metadata.get("aizk_counts"))
+            for scored in answer
+            for node in [scored.node]
+        ]
+        for answer in answers
+    ]
+
+
+def test_async_follows_the_embedding_a_query_brings_as_sync_does() -> None:
+    retriever = aizk_llama_index.AizkScopedRetriever(simple_index(), similarity_top_k=3)
+    # The text says one thing and the embedding another: the embedding is what is searched.
+    query = QueryBundle(
+        "garden note 1", embedding=word_vector("garden note 13 " + "reranker sweep " * 6)
+    )
+    sync, async_ = both_paths(retriever, query)
+    assert sync == async_
+    assert sync[0][0] == "sam-13"
+
+
+def test_async_packs_to_the_budget_as_sync_does() -> None:
+    evidence = aizk_llama_index.AizkEvidencePostprocessor(budget=200)
+    retriever = aizk_llama_index.AizkScopedRetriever(simple_index(), evidence=evidence)
+    sync, async_ = both_paths(retriever, QueryBundle("garden note reranker"))
+    assert sync == async_
+    [(_, _, block, _)] = sync
+    assert "garden note" in block
+
+
+def test_async_fits_the_block_to_the_room_the_query_leaves_as_sync_does() -> None:
+    evidence = aizk_llama_index.AizkEvidencePostprocessor(
+        budget=4096, max_budget=4096, budget_covers="block", fit_to=MockLLM(max_tokens=64)
+    )
+    retriever = aizk_llama_index.AizkScopedRetriever(simple_index(), evidence=evidence)
+    budgets = []
+    for question in ("garden note reranker", "garden note reranker " * 300):
+        sync, async_ = both_paths(retriever, QueryBundle(question))
+        assert sync == async_
+        node = retriever.for_reader(SAM).retrieve(QueryBundle(question))[0].node
+        budgets.append(node.metadata["aizk_counts"]["budget"])
+    short, long = budgets
+    assert long < short < 4096  # the window binds, and a long question leaves less room
+
+
+def test_a_rare_reader_on_a_simple_vector_store_is_found_with_a_page_of_one() -> None:
+    # The store is asked for the readable nodes alone (node_ids), so the one readable node
+    # among many is the first page's answer; paged unfiltered, 8 nodes would never reach it.
+    others = [
+        TextNode(
+            id_=f"ana-{index}",
+            text=f"garden note {index}",
+            metadata={"scopes": ["ana"]},
+            embedding=word_vector(f"garden note {index}"),
+        )
+        for index in range(200)
+    ]
+    mine = TextNode(
+        id_="sam-0",
+        text="a far away reply",
+        metadata={"scopes": ["sam"]},
+        embedding=word_vector("a far away reply"),
+    )
+    index = VectorStoreIndex([*others, mine], embed_model=WordEmbedding())
+    retriever = aizk_llama_index.AizkScopedRetriever(index, similarity_top_k=1, max_fetch=8)
+    for found in retrieved(retriever):
+        assert [scored.node.node_id for scored in found] == ["sam-0"]
+
+
+def test_a_simple_vector_store_kept_without_metadata_is_paged_and_still_checked() -> None:
+    # A store persisted by an older LlamaIndex keeps vectors alone: nothing to narrow by, so
+    # it is paged and every node is checked against the docstore's metadata.
+    index = VectorStoreIndex(
+        [node.model_copy() for node in SAMS_NOTES[:5]], embed_model=WordEmbedding()
+    )
+    index.vector_store.data.metadata_dict.clear()  # type: ignore[attr-defined]
+    retriever = aizk_llama_index.AizkScopedRetriever(index, similarity_top_k=5)
+    for found in retrieved(retriever):
+        assert sorted(scored.node.node_id for scored in found) == [f"sam-{n}" for n in range(5)]
+    assert retriever.for_reader(ANA_AND_BOB).retrieve("garden") == []
+
+
+def test_qdrant_in_local_mode_is_paged_past_what_its_filter_answers_well() -> None:
+    client = QdrantClient(":memory:")
+    client.create_collection(
+        "edges", vectors_config=VectorParams(size=DIMENSIONS, distance=Distance.COSINE)
+    )
+    store = QdrantVectorStore(client=client, collection_name="edges", embedding=WordEmbeddings())
+    search = searcher(store, "scopes", None)
+    few = frozenset(f"group-{n}" for n in range(10))
+    many = frozenset(f"group-{n}" for n in range(100))
+    assert search.filter_for(few) is not None  # type: ignore[attr-defined]
+    assert search.filter_for(many) is None  # type: ignore[attr-defined]
+
+
+class Handing(BaseRetriever):
+    """Any retriever of the app's own: the reader's note, and the keywords of every call."""
+
+    called_with: list[dict[str, Any]] = Field(default_factory=list)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        self.called_with.append(kwargs)
+        return [Document("garden gate", metadata={"scopes": ["sam"]})]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        return self._get_relevant_documents(query, run_manager=run_manager, **kwargs)  # type: ignore[arg-type]
+
+
+class Runs(BaseCallbackHandler):
+    """Each retriever run started: its name and its parent's id."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, UUID | None]] = []
+        self.ids: dict[UUID, str] = {}
+
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = kwargs.get("name") or serialized.get("name", "")
+        self.ids[run_id] = name
+        self.started.append((name, parent_run_id))
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_any_base_retriever_runs_inside_the_packers_run_with_the_calls_keywords(
+    asynchronous: bool,
+) -> None:
+    base, runs = Handing(), Runs()
+    retriever = AizkEvidenceRetriever(base_retriever=base)
+    config: RunnableConfig = {**as_reader(SAM), "callbacks": [runs]}
+    if asynchronous:
+        [block] = asyncio.run(retriever.ainvoke("garden", config, k=2))
+    else:
+        [block] = retriever.invoke("garden", config, k=2)
+    assert "garden gate" in block.page_content
+    assert base.called_with == [{"k": 2}]
+    [(outer, no_parent), (inner, parent)] = runs.started
+    assert (outer, no_parent, inner) == ("AizkEvidenceRetriever", None, "Handing")
+    assert parent is not None
+    assert runs.ids[parent] == "AizkEvidenceRetriever"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_the_scoped_retriever_maps_a_server_authenticated_user_on_either_path(
+    asynchronous: bool,
+) -> None:
+    store = langchain_store(
+        [
+            Document("garden gate", id="sam", metadata={"scopes": ["sam"]}),
+            Document("garden hose", id="ana", metadata={"scopes": ["ana"]}),
+        ]
+    )
+    readers = {"sam": SAM, "ana": ScopeDirectory.for_caller("ana", {})}
+    retriever = AizkScopedRetriever(
+        vectorstore=store, reader_of_user=lambda user: readers[user["identity"]]
+    )
+    config: RunnableConfig = {"configurable": {"langgraph_auth_user": {"identity": "ana"}}}
+    if asynchronous:
+        found = asyncio.run(retriever.ainvoke("garden", config))
+    else:
+        found = retriever.invoke("garden", config)
+    assert [document.id for document in found] == ["ana"]
