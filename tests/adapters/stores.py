@@ -250,15 +250,19 @@ class _LlamaIndexStore(Store):
         return aizk_llama_index.AizkScopedRetriever(self.index, **{**self._settings, **extra})
 
     def scoped(self, reader: ScopeDirectory, query: str, k: int) -> list[str]:
-        found = self._retriever(similarity_top_k=k, max_fetch=max(k, 1024)).for_reader(reader)
-        return _texts(found.retrieve(query))
+        found = self._retriever(similarity_top_k=k, max_fetch=self._max_fetch(k))
+        return _texts(found.for_reader(reader).retrieve(query))
 
     def ascoped(self, reader: ScopeDirectory, query: str, k: int) -> list[str]:
         index = self._async_index()
-        found = aizk_llama_index.AizkScopedRetriever(
-            index, similarity_top_k=k, max_fetch=max(k, 1024), **self._settings
-        ).for_reader(reader)
+        settings = {**self._settings, "similarity_top_k": k, "max_fetch": self._max_fetch(k)}
+        found = aizk_llama_index.AizkScopedRetriever(index, **settings).for_reader(reader)
         return _texts(asyncio.run(found.aretrieve(query)))
+
+    def _max_fetch(self, k: int) -> int:
+        """The settings' `max_fetch`, else one far past any test's corpus."""
+        most: int = self._settings.get("max_fetch", max(k, 1024))
+        return most
 
     def _async_index(self) -> VectorStoreIndex:
         """The index async calls go to: Qdrant's local mode keeps an async client's points

@@ -5,6 +5,7 @@ counts set to nothing after construction."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from typing import Any
 from uuid import UUID
@@ -261,13 +262,16 @@ class Recording(InMemoryVectorStore):
     def __init__(self) -> None:
         super().__init__(WordEmbeddings())
         self.calls: list[str] = []
+        self.ks: list[int] = []
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         self.calls.append("sync")
+        self.ks.append(k)
         return super().similarity_search(query, k, **kwargs)
 
     async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         self.calls.append("async")
+        self.ks.append(k)
         return InMemoryVectorStore.similarity_search(self, query, k, **kwargs)
 
 
@@ -513,3 +517,98 @@ def test_the_scoped_retriever_maps_a_server_authenticated_user_on_either_path(
     else:
         found = retriever.invoke("garden", config)
     assert [document.id for document in found] == ["ana"]
+
+
+def test_evidence_that_would_pack_for_another_reader_or_key_is_refused_saying_so() -> None:
+    index = simple_index()
+    with pytest.raises(TypeError) as raised:
+        aizk_llama_index.AizkScopedRetriever(index, evidence="pack")  # type: ignore[arg-type]
+    assert raised.value.args == ("evidence must be an AizkEvidencePostprocessor, not str",)
+    with pytest.raises(ValueError, match="directory of its own") as refused:
+        aizk_llama_index.AizkScopedRetriever(
+            index, evidence=aizk_llama_index.AizkEvidencePostprocessor(directory=SAM)
+        )
+    assert refused.value.args == (
+        "evidence has a directory of its own; with scoped retrieval the reader is the "
+        "retriever's: pass directory= to AizkScopedRetriever (or use for_reader or "
+        "reading_as) and leave the postprocessor's directory unset",
+    )
+
+
+# How far the store is asked, packing: the first page sized to the budget, max_fetch said
+
+
+def asked(store: Recording) -> list[tuple[str, int]]:
+    return [(how, k) for how, k in zip(store.calls, store.ks, strict=True)]
+
+
+def test_after_one_request_a_packing_request_is_one_store_call_sized_to_its_budget() -> None:
+    store = rare_reader_store()
+    store.add_documents(
+        [
+            Document(f"sam's garden note {n} " * 3, id=f"sam-{n}", metadata={"scopes": ["sam"]})
+            for n in range(1, 80)
+        ]
+    )
+    scoped = AizkScopedRetriever(vectorstore=store, k=4)
+    retriever = AizkEvidenceRetriever(base_retriever=scoped)
+    retriever.invoke("garden note", as_reader(SAM))  # learns what a note costs
+    store.calls.clear()
+    store.ks.clear()
+    retriever.invoke("garden note", as_reader(SAM))
+    [(_, whole)] = asked(store)
+    store.calls.clear()
+    store.ks.clear()
+    small: RunnableConfig = {"configurable": {**as_reader(SAM)["configurable"], "aizk_budget": 64}}
+    [block] = asyncio.run(retriever.ainvoke("garden note", small))
+    [(how, part)] = asked(store)
+    assert how == "async"
+    assert 4 < part < whole  # a request's own budget sizes its first page
+    assert block.metadata["aizk_counts"]["budget"] == 64
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_a_packing_request_stopped_by_max_fetch_says_so_in_its_counts_and_a_warning(
+    asynchronous: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = rare_reader_store()
+    store.add_documents([Document("garden note", id="sam-1", metadata={"scopes": ["sam"]})])
+
+    def unfiltered(query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
+        return store.similarity_search(query, k=top)
+
+    scoped = AizkScopedRetriever(vectorstore=store, search=unfiltered, max_fetch=8)
+    retriever = AizkEvidenceRetriever(base_retriever=scoped)
+    with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
+        if asynchronous:
+            [block] = asyncio.run(retriever.ainvoke("garden note", as_reader(SAM)))
+        else:
+            [block] = retriever.invoke("garden note", as_reader(SAM))
+    assert block.metadata["aizk_counts"]["kept"] == 1
+    assert block.metadata["aizk_counts"]["max_fetch_reached"] is True
+    assert "scoped retrieval stopped at max_fetch (8 documents asked of the store" in caplog.text
+
+
+def test_evidence_reading_another_scopes_key_is_refused_naming_both() -> None:
+    evidence = aizk_llama_index.AizkEvidencePostprocessor(scopes_key="groups")
+    with pytest.raises(ValueError, match="scopes_key") as refused:
+        aizk_llama_index.AizkScopedRetriever(simple_index(), evidence=evidence)
+    assert refused.value.args == (
+        "evidence reads scopes from 'groups' but the retriever filters on 'scopes'; give both "
+        "the same scopes_key",
+    )
+
+
+def test_reading_as_left_in_another_context_says_what_to_bind_instead() -> None:
+    # As a FastAPI `def` dependency with `yield` runs each half on a thread of its pool.
+    reading = aizk_llama_index.reading_as(SAM)
+    contextvars.copy_context().run(reading.__enter__)
+    with pytest.raises(RuntimeError) as refused:
+        reading.__exit__(None, None, None)
+    assert refused.value.args == (
+        "reading_as was left in another context than it was entered in (a FastAPI `def` "
+        "dependency with `yield` runs each half on a thread pool), so it cannot take its reader "
+        "back. Bind the reader to the objects the request uses instead: "
+        "AizkEvidencePostprocessor.for_reader(directory) or "
+        "AizkScopedRetriever.for_reader(directory)",
+    )

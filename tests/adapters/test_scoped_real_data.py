@@ -217,3 +217,28 @@ def test_a_reader_of_any_size_is_answered_exactly(kind: str, size: int) -> None:
         assert set(found) <= set(store.shown(reader, question))
     else:
         assert found == shown
+
+
+UNFILTERED = ("langchain-faiss", "llama-index-faiss")
+"""The stores asked with no filter at all, and paged."""
+
+
+@cache
+def rare_reader_store(kind: str) -> Store:
+    """200 of Ana's notes close to the question, and one of Sam's far from it."""
+    theirs = [Item(f"garden note {n}", {"scopes": ["ana"]}) for n in range(200)]
+    return build(kind, [*theirs, Item("a far away reply", {"scopes": ["sam"]})], max_fetch=8)
+
+
+def test_a_rare_reader_is_found_with_a_page_of_one_on_every_store_that_filters_its_query(
+    kind: str,
+) -> None:
+    # Paged unfiltered, 8 of Ana's notes would be all the store is asked for: only a store
+    # asked for the reader's items alone finds Sam's within max_fetch.
+    sam = ScopeDirectory.for_caller("sam", {})
+    store = rare_reader_store(kind)
+    found = store.scoped(sam, "garden note", k=1) + store.ascoped(sam, "garden note", k=1)
+    if kind in UNFILTERED:
+        assert found == []
+    else:
+        assert found == ["a far away reply", "a far away reply"]
