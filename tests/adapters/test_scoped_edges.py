@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
@@ -35,6 +37,7 @@ from aizk_integrations import Scope, ScopeDirectory
 from aizk_integrations import llama_index as aizk_llama_index
 from aizk_integrations.langchain import AizkEvidenceRetriever, AizkScopedRetriever
 from aizk_integrations.langchain._stores import searcher
+from aizk_integrations.llama_index._reader import current_reader
 from tests.adapters.stores import WordEmbeddings
 from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.scoped_corpus import DIMENSIONS
@@ -612,3 +615,30 @@ def test_reading_as_left_in_another_context_says_what_to_bind_instead() -> None:
         "AizkEvidencePostprocessor.for_reader(directory) or "
         "AizkScopedRetriever.for_reader(directory)",
     )
+
+
+async def first_of(stream: AsyncIterator[str]) -> str:
+    return await anext(stream)
+
+
+def test_reading_as_is_refused_inside_a_generator_or_an_async_generator_only() -> None:
+    def streaming() -> Iterator[str]:
+        with aizk_llama_index.reading_as(SAM):
+            yield "evidence"
+
+    async def astreaming() -> AsyncIterator[str]:
+        with aizk_llama_index.reading_as(SAM):
+            yield "evidence"
+
+    @contextmanager
+    def dependency() -> Iterator[None]:  # entered and left by one `with`, like any other
+        with aizk_llama_index.reading_as(SAM):
+            yield
+
+    with pytest.raises(RuntimeError, match="cannot be used inside a generator or an async"):
+        next(streaming())
+    with pytest.raises(RuntimeError, match="cannot be used inside a generator or an async"):
+        asyncio.run(first_of(astreaming()))
+    with dependency():
+        assert current_reader() is SAM
+    assert current_reader() is None
