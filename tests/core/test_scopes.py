@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aizk_integrations import PUBLIC, Scope, ScopeDirectory, scope_metadata
+from aizk_integrations._scope_ids import spellings, stored_int
 
 ORGS = {"org-a": Scope(name="alpha", description="A"), "org-b": Scope(name="beta")}
 
@@ -202,3 +203,49 @@ def test_a_directorys_scopes_show_as_the_dict_they_copy() -> None:
     scopes = reader().scopes
     assert repr(scopes) == repr(dict(scopes))
     assert repr(scopes).startswith("{'org-a': Scope(name='alpha', description='A')")
+
+
+# What a store is asked for: every value it may hold for the reader's ids
+
+
+def test_a_readers_ids_are_asked_for_in_every_spelling_a_store_may_hold() -> None:
+    guid = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+    asked = spellings(["sam", "7", guid])
+    assert asked.numbers == (7,)
+    assert asked.texts == tuple(
+        sorted(
+            [
+                "sam",
+                "7",
+                guid,
+                guid.upper(),
+                guid.replace("-", ""),
+                guid.upper().replace("-", ""),
+                f"urn:uuid:{guid}",
+                f"urn:uuid:{guid.upper()}",
+                f"{{{guid}}}",
+                f"{{{guid.upper()}}}",
+            ]
+        )
+    )
+    assert len(asked) == 11  # what a store's query plan is sized by
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("0", 0),
+        ("-7", -7),
+        (str(2**63 - 1), 2**63 - 1),
+        (str(-(2**63)), -(2**63)),
+        (str(2**63), None),  # past the 64 bits stores keep
+        ("07", None),  # no int reads as it
+        ("-0", None),
+        ("7.0", None),
+    ],
+)
+def test_a_database_id_is_asked_for_as_the_int_a_store_holds_within_64_bits(
+    text: str, number: int | None
+) -> None:
+    assert stored_int(text) == number
+    assert spellings([text]).numbers == (() if number is None else (number,))
