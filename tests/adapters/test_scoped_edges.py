@@ -8,7 +8,7 @@ import asyncio
 import contextvars
 import logging
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 from uuid import UUID
 
@@ -635,10 +635,40 @@ def test_reading_as_is_refused_inside_a_generator_or_an_async_generator_only() -
         with aizk_llama_index.reading_as(SAM):
             yield
 
+    @asynccontextmanager
+    async def adependency() -> AsyncIterator[None]:
+        with aizk_llama_index.reading_as(SAM):
+            yield
+
+    async def in_an_async_dependency() -> ScopeDirectory | None:
+        async with adependency():
+            return current_reader()
+
+    class Pulling:
+        """Not contextlib's: a context manager that pulls a generator is whoever pulls it."""
+
+        def __enter__(self) -> str:
+            return next(streaming())
+
+        def __exit__(self, *exc_info: object) -> None:
+            pass
+
     with pytest.raises(RuntimeError, match="cannot be used inside a generator or an async"):
         next(streaming())
     with pytest.raises(RuntimeError, match="cannot be used inside a generator or an async"):
         asyncio.run(first_of(astreaming()))
+    with pytest.raises(RuntimeError, match="cannot be used inside a generator or an async"):
+        Pulling().__enter__()
     with dependency():
         assert current_reader() is SAM
+    assert asyncio.run(in_an_async_dependency()) is SAM
     assert current_reader() is None
+
+
+def test_reading_as_something_other_than_a_directory_is_refused_naming_it() -> None:
+    with pytest.raises(TypeError) as refused:
+        aizk_llama_index.reading_as("sam")  # type: ignore[arg-type]
+    assert refused.value.args == (
+        "reading_as needs a ScopeDirectory (a request may switch readers but not switch "
+        "authorization off), not str",
+    )
