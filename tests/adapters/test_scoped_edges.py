@@ -673,3 +673,41 @@ def test_reading_as_something_other_than_a_directory_is_refused_naming_it() -> N
         "reading_as needs a ScopeDirectory (a request may switch readers but not switch "
         "authorization off), not str",
     )
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "message"),
+    [
+        ({"similarity_top_k": "4"}, TypeError, "similarity_top_k must be an int, not str"),
+        ({"similarity_top_k": True}, TypeError, "similarity_top_k must be an int, not bool"),
+        ({"similarity_top_k": 0}, ValueError, "similarity_top_k must be at least 1, got 0"),
+        ({"max_fetch": 2.0}, TypeError, "max_fetch must be an int, not float"),
+        (
+            {"similarity_top_k": 8, "max_fetch": 7},
+            ValueError,
+            "max_fetch must be at least 8, got 7",
+        ),
+        (
+            {"directory": "sam"},
+            TypeError,
+            "directory needs a ScopeDirectory (a request may switch readers but not switch "
+            "authorization off), not str",
+        ),
+    ],
+)
+def test_llama_index_scoped_settings_are_refused_naming_what_is_wrong(
+    settings: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as refused:
+        aizk_llama_index.AizkScopedRetriever(simple_index(), **settings)
+    assert refused.value.args == (message,)
+
+
+def test_llama_index_scoped_settings_at_their_least_are_taken() -> None:
+    retriever = aizk_llama_index.AizkScopedRetriever(
+        simple_index(), similarity_top_k=1, max_fetch=1, directory=None
+    )
+    [found] = retriever.for_reader(SAM).retrieve("garden note 1")
+    assert found.node.node_id.startswith("sam-")
+    with pytest.raises(TypeError, match="for_reader needs a ScopeDirectory"):
+        retriever.for_reader(None)  # type: ignore[arg-type]
