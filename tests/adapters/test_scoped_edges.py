@@ -35,6 +35,7 @@ from qdrant_client.models import Distance, VectorParams
 
 from aizk_integrations import Scope, ScopeDirectory
 from aizk_integrations import llama_index as aizk_llama_index
+from aizk_integrations._store_filters import CHROMA_MOST_VALUES, chroma_where, qdrant_filter
 from aizk_integrations.langchain import AizkEvidenceRetriever, AizkScopedRetriever
 from aizk_integrations.langchain._stores import searcher
 from aizk_integrations.llama_index._reader import current_reader
@@ -711,3 +712,21 @@ def test_llama_index_scoped_settings_at_their_least_are_taken() -> None:
     assert found.node.node_id.startswith("sam-")
     with pytest.raises(TypeError, match="for_reader needs a ScopeDirectory"):
         retriever.for_reader(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("most", "plan"), [(CHROMA_MOST_VALUES, "chroma"), (64, "qdrant local")])
+def test_a_store_filter_names_up_to_the_most_values_its_store_answers_well(
+    most: int, plan: str
+) -> None:
+    def planned(ids: frozenset[str]) -> object:
+        if plan == "chroma":
+            return chroma_where("scopes", ids)
+        return qdrant_filter("scopes", ids, QdrantClient(":memory:"))
+
+    groups = [f"group-{n:04d}" for n in range(most + 1)]
+    assert planned(frozenset(groups[:most])) is not None
+    assert planned(frozenset(groups)) is None  # then the store is paged unfiltered
+    # A database id is asked for as text and as a number: two values for one id.
+    numbers = [str(n) for n in range(most // 2 + 1)]
+    assert planned(frozenset(numbers[:-1])) is not None
+    assert planned(frozenset(numbers)) is None
