@@ -16,15 +16,12 @@ from aizk_integrations._errors import EvidenceError
 from aizk_integrations._evidence import Evidence
 from aizk_integrations._lanes import Lane, Provenance
 from aizk_integrations._packing import explain, pack, pack_block
-from aizk_integrations._pricing import BudgetCovers
 from aizk_integrations._result import RecallResult
 from aizk_integrations._scope_ids import PUBLIC, scope_metadata
 from aizk_integrations._scopes import Scope, ScopeDirectory
-from aizk_integrations._tokens import TokenCounter
 
 __all__ = [
     "PUBLIC",
-    "BudgetCovers",
     "Candidate",
     "Evidence",
     "EvidenceError",
@@ -33,7 +30,6 @@ __all__ = [
     "RecallResult",
     "Scope",
     "ScopeDirectory",
-    "TokenCounter",
     "explain",
     "pack",
     "pack_block",

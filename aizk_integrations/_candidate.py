@@ -83,15 +83,15 @@ class Candidate(BaseModel):
         return resource_uri(canonical_uuid(artifact), canonical_uuid(content))
 
 
-def candidate_evidence(candidate: Candidate, directory: ScopeDirectory | None) -> Evidence:
-    """A candidate as kept evidence, labelled with `directory`'s scopes (none without one).
+def candidate_evidence(candidate: Candidate, reader: ScopeDirectory | None) -> Evidence:
+    """A candidate as kept evidence, labelled with the reader's scopes (none without one).
 
-    Authorization is the caller's: with a directory, the candidate must be one its reader may
+    Authorization is the caller's: with a reader, the candidate must be one its reader may
     see, and one that is not is an error rather than a silently unlabelled item.
     """
     return Evidence(
         provenance=PROVENANCE_OF_LANE[candidate.lane],
         text=candidate.line,
-        scopes=() if directory is None else directory.resolve(candidate.scopes),
+        scopes=() if reader is None else reader.resolve(candidate.scopes),
         resource_uri=candidate.resource_uri,
     )

@@ -138,9 +138,9 @@ def _candidate(position: int, authorized: bool) -> str:
     return f"candidate {position + 1}"
 
 
-def _found(candidates: Iterable[Candidate], directory: ScopeDirectory | None) -> Iterator[Found]:
+def _found(candidates: Iterable[Candidate], reader: ScopeDirectory | None) -> Iterator[Found]:
     for position, candidate in enumerate(candidates):
-        yield Found(position, candidate.lane, candidate_evidence(candidate, directory))
+        yield Found(position, candidate.lane, candidate_evidence(candidate, reader))
 
 
 def pack(
@@ -180,7 +180,7 @@ def explain(
 def pack_block(
     candidates: Iterable[Candidate],
     budget: int,
-    directory: ScopeDirectory | None = None,
+    reader: ScopeDirectory | None = None,
     *,
     token_counter: TokenCounter | None = None,
 ) -> RecallResult:
@@ -190,12 +190,12 @@ def pack_block(
     evidence lines, so `token_counter(result.to_markdown()) <= budget` for every input (the
     default counter is the seed's `ceil(len / 4)`). With that heuristic the prefix is the
     longest that fits; a real tokenizer's walk errs on the high side, so it may stop an item
-    early rather than ever overflow. The directory is part of the cost because it decides the
+    early rather than ever overflow. The reader is part of the cost because it decides the
     scope labels and header that are rendered; as in `RecallResult.from_candidates`, the
     candidates must already be ones the reader may see.
     """
     check_budget(budget)
     pricing = BlockPricing(SEED_COUNTER if token_counter is None else token_counter)
     with naming_items(_candidate):
-        walked = cut(_found(candidates, directory), budget, pricing)
+        walked = cut(_found(candidates, reader), budget, pricing)
     return RecallResult(evidence=tuple(step.evidence for step in walked.kept))

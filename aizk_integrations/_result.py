@@ -22,14 +22,14 @@ class RecallResult(BaseModel):
 
     @classmethod
     def from_candidates(
-        cls, candidates: Iterable[Candidate], directory: ScopeDirectory | None = None
+        cls, candidates: Iterable[Candidate], reader: ScopeDirectory | None = None
     ) -> RecallResult:
         """The boundary between retrieval internals and anything a caller sees.
 
-        With a directory every candidate must be one its reader may see (withhold the others
+        With a reader every candidate must be one its reader may see (withhold the others
         with `ScopeDirectory.permits` first); without one, nothing is labelled with scopes.
         """
-        return cls(evidence=tuple(candidate_evidence(each, directory) for each in candidates))
+        return cls(evidence=tuple(candidate_evidence(each, reader) for each in candidates))
 
     @model_validator(mode="before")
     @classmethod

@@ -112,7 +112,7 @@ def run(
     that names it as `source` does.
     """
     access = Access(
-        settings.directory if reader is None else reader,
+        settings.reader if reader is None else reader,
         settings.allow_unscoped,
         settings.allow_scoped_without_reader,
         settings.raise_on_malformed,

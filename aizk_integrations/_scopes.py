@@ -211,3 +211,17 @@ def _not_a_scope(key: object, value: object) -> str:
         f"organization {quoted(key)} maps to {type(value).__name__}, not a Scope: write "
         f"{{{quoted(key)}: Scope(name={name})}}"
     )
+
+
+def require_reader(value: object, where: str) -> ScopeDirectory:
+    """`value` as a request's reader, or the one error every adapter gives for anything else.
+
+    A request may switch readers but never switch authorization off, so `None`, a dict or a
+    user id is refused rather than read as "no reader".
+    """
+    if not isinstance(value, ScopeDirectory):
+        raise TypeError(
+            f"{where} needs a ScopeDirectory (a request may switch readers but not switch "
+            f"authorization off), not {type(value).__name__}"
+        )
+    return value

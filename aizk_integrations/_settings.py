@@ -26,17 +26,20 @@ class PackingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     budget: int = Field(
+        frozen=True,
         default=DEFAULT_BUDGET,
         strict=True,
         description="Tokens of evidence to keep; 1 <= budget <= max_budget.",
     )
     max_budget: int = Field(
+        frozen=True,
         default=DEFAULT_MAX_BUDGET,
         strict=True,
         ge=1,
         description="Ceiling on budget, including budgets changed per call.",
     )
-    directory: ScopeDirectory | None = Field(
+    reader: ScopeDirectory | None = Field(
+        frozen=True,
         default=None,
         description=(
             "The reader's scopes, for calls that name no reader of their own. None: such calls "
@@ -44,6 +47,7 @@ class PackingSettings(BaseModel):
         ),
     )
     allow_unscoped: bool = Field(
+        frozen=True,
         default=False,
         strict=True,
         description=(
@@ -53,6 +57,7 @@ class PackingSettings(BaseModel):
         ),
     )
     allow_scoped_without_reader: bool = Field(
+        frozen=True,
         default=False,
         strict=True,
         description=(
@@ -63,6 +68,7 @@ class PackingSettings(BaseModel):
         ),
     )
     raise_on_malformed: bool = Field(
+        frozen=True,
         default=False,
         strict=True,
         description=(
@@ -72,28 +78,37 @@ class PackingSettings(BaseModel):
             "WARNING, so one bad record never fails a request."
         ),
     )
-    lane_key: str = Field(default="lane", min_length=1, description="Metadata key of the lane.")
+    lane_key: str = Field(
+        frozen=True, default="lane", min_length=1, description="Metadata key of the lane."
+    )
     scopes_key: str = Field(
-        default="scopes", min_length=1, description="Metadata key of the scope ids."
+        frozen=True, default="scopes", min_length=1, description="Metadata key of the scope ids."
     )
     artifact_id_key: str = Field(
-        default="artifact_id", min_length=1, description="Metadata key of the artifact UUID."
+        frozen=True,
+        default="artifact_id",
+        min_length=1,
+        description="Metadata key of the artifact UUID.",
     )
     artifact_content_id_key: str = Field(
+        frozen=True,
         default="artifact_content_id",
         min_length=1,
         description="Metadata key of the artifact revision UUID.",
     )
     chars_per_token: float = Field(
+        frozen=True,
         default=DEFAULT_CHARS_PER_TOKEN,
         description="Heuristic ratio used when no token_counter is given.",
     )
     token_counter: TokenCounter | None = Field(
+        frozen=True,
         default=None,
         exclude=True,
         description="Counts a text's tokens; overrides chars_per_token.",
     )
     citation_keys: Sequence[str] = Field(
+        frozen=True,
         default=(),
         description=(
             "Metadata keys that say where an item comes from, for apps that render citations: "
@@ -103,6 +118,7 @@ class PackingSettings(BaseModel):
         ),
     )
     cite: bool = Field(
+        frozen=True,
         default=False,
         strict=True,
         description=(
@@ -112,6 +128,7 @@ class PackingSettings(BaseModel):
         ),
     )
     budget_covers: BudgetCovers = Field(
+        frozen=True,
         default="lines",
         description=(
             "What the budget pays for: 'lines', the evidence lines only (the seed's rule), or "

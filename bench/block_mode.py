@@ -27,14 +27,14 @@ from llama_index.core.utils import get_tokenizer
 from run import BLOCK_GOAL, BUDGET, RETRIEVED, corpus, measure, reader_directory  # bench/run.py
 
 from aizk_integrations import (
-    BudgetCovers,
     Candidate,
     RecallResult,
     ScopeDirectory,
-    TokenCounter,
     pack,
     pack_block,
 )
+from aizk_integrations._pricing import BudgetCovers
+from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.llama_index import AizkEvidencePostprocessor
@@ -67,7 +67,7 @@ def compressors(
 
     def call(covers: BudgetCovers) -> Call:
         compressor = AizkEvidenceCompressor(
-            budget=BUDGET, directory=directory, budget_covers=covers, token_counter=counter
+            budget=BUDGET, reader=directory, budget_covers=covers, token_counter=counter
         )
         return lambda: compressor.compress_documents(documents, "q")
 
@@ -79,7 +79,7 @@ def postprocessors(nodes: list[NodeWithScore], directory: ScopeDirectory) -> tup
 
     def call(covers: BudgetCovers) -> Call:
         postprocessor = AizkEvidencePostprocessor(
-            budget=BUDGET, directory=directory, budget_covers=covers
+            budget=BUDGET, reader=directory, budget_covers=covers
         )
         return lambda: postprocessor.postprocess_nodes(nodes, query_str="q")
 

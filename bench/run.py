@@ -208,7 +208,7 @@ def query_engines(
     index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=EMBEDDING_SIZE))
     llm = WideMockLLM(max_tokens=ANSWER_TOKENS)
     # Its own instance: a query engine sets the callback manager of its postprocessors.
-    postprocessor = AizkEvidencePostprocessor(budget=BUDGET, directory=directory)
+    postprocessor = AizkEvidencePostprocessor(budget=BUDGET, reader=directory)
     with_it = index.as_query_engine(
         llm=llm, similarity_top_k=RETRIEVED, node_postprocessors=[postprocessor]
     )
@@ -234,7 +234,7 @@ def retrieval_chains(
         "Answer from the evidence below.\n\n{context}\n\nQuestion: {question}"
     )
     llm = FakeListLLM(responses=["The reranker ablation and the fused-lane sweep."])
-    compressor = AizkEvidenceCompressor(budget=BUDGET, directory=directory)
+    compressor = AizkEvidenceCompressor(budget=BUDGET, reader=directory)
     document_prompt = PromptTemplate.from_template("{page_content}")
 
     def stuff(retrieved: list[Document]) -> str:
@@ -385,11 +385,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     candidates = [Candidate.model_validate({**metadata, "line": text}) for text, metadata in items]
 
-    compressor = AizkEvidenceCompressor(budget=BUDGET, directory=directory)
+    compressor = AizkEvidenceCompressor(budget=BUDGET, reader=directory)
     block_compressor = AizkEvidenceCompressor(
-        budget=BUDGET, directory=directory, budget_covers="block"
+        budget=BUDGET, reader=directory, budget_covers="block"
     )
-    postprocessor = AizkEvidencePostprocessor(budget=BUDGET, directory=directory)
+    postprocessor = AizkEvidencePostprocessor(budget=BUDGET, reader=directory)
     reorder = LongContextReorder()
     # The same method with LlamaIndex's span wrapper peeled off: what the adapter's own code
     # costs, checked to return what the real call (through the span) returns.

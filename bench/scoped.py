@@ -119,7 +119,7 @@ class Kind:
 
 
 def _config(reader: ScopeDirectory) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": reader}}
+    return {"configurable": {"aizk_reader": reader}}
 
 
 class LangChainKind(Kind):

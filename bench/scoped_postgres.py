@@ -214,7 +214,7 @@ def by_hand(
     """One request by hand, as an app would make it: its retriever, then the same packer."""
     if framework == "langchain":
         documents = HandWritten(engine=engine, reader=reader, wanted=wanted).invoke(question)
-        packer = AizkEvidenceCompressor(directory=reader, budget=BUDGET, return_documents=True)
+        packer = AizkEvidenceCompressor(reader=reader, budget=BUDGET, return_documents=True)
         return len(packer.compress_documents(documents, question))
     nodes = HandWrittenNodes(engine, reader, wanted).retrieve(question)
     evidence = AizkEvidencePostprocessor(budget=BUDGET, return_nodes=True)
@@ -263,7 +263,7 @@ class Scoped:
 
     def kept(self, reader: ScopeDirectory, question: str) -> int:
         if self.framework == "langchain":
-            config: RunnableConfig = {"configurable": {"aizk_directory": reader}}
+            config: RunnableConfig = {"configurable": {"aizk_reader": reader}}
             blocks = self._langchain.invoke(question, config=config)
             return int(blocks[0].metadata["aizk_counts"]["kept"]) if blocks else 0
         with reading_as(reader):

@@ -64,7 +64,7 @@ def main() -> None:
         )
         shown = ShowRequests()
         config: RunnableConfig = {
-            "configurable": {"aizk_directory": reader_directory(reader)},
+            "configurable": {"aizk_reader": reader_directory(reader)},
             "callbacks": [shown],
         }
         messages: list[AnyMessage] = []

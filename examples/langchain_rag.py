@@ -55,7 +55,7 @@ def main() -> None:
     } | RunnablePassthrough.assign(answer=PROMPT | llm)
 
     for reader in ("sam", "ana"):
-        config: RunnableConfig = {"configurable": {"aizk_directory": reader_directory(reader)}}
+        config: RunnableConfig = {"configurable": {"aizk_reader": reader_directory(reader)}}
         print(f"# {reader}, within {packer.budget} tokens\n")
         result = chain.invoke(QUESTION, config=config)
         print(f"\n{result['context']}\n\nAnswer: {result['answer']}\n")

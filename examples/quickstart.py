@@ -77,7 +77,7 @@ def main() -> None:
     logging.getLogger("aizk_integrations").setLevel(logging.DEBUG)
     for reader in READERS:
         print(f"\n######## {reader}: LangChain chain, budget {BUDGET} ########\n")
-        config: RunnableConfig = {"configurable": {"aizk_directory": reader_directory(reader)}}
+        config: RunnableConfig = {"configurable": {"aizk_reader": reader_directory(reader)}}
         print(langchain_chain().invoke(QUESTION, config=config))
         print(f"\n######## {reader}: LlamaIndex query engine, budget {BUDGET} ########\n")
         response = llama_index_engine(reader).query(QUESTION)

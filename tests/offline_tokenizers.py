@@ -17,7 +17,7 @@ import llama_index.core
 import tiktoken
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from aizk_integrations import TokenCounter
+from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_tiktoken
 
 _CORPUS = [

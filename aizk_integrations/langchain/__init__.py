@@ -8,7 +8,7 @@ The documents are taken to be in merit order already (retrieved, perhaps reranke
 never reorders, it only decides where to stop, so the query is not needed to pack.
 
 One app usually serves many readers, so each request names its reader in its config
-(`config={"configurable": {"aizk_directory": reader}}`). The packer reads that config wherever
+(`config={"configurable": {"aizk_reader": reader}}`). The packer reads that config wherever
 LangChain carries one: in an LCEL chain, a retriever tool, a LangGraph node, `batch`. Where
 LangChain carries none (a bare `ContextualCompressionRetriever.invoke`), the call has no reader
 and fails closed: only evidence that names no scope is shown.
@@ -16,21 +16,10 @@ and fails closed: only evidence that names no scope is shown.
 
 try:
     from aizk_integrations.langchain._compressor import AizkEvidenceCompressor
-    from aizk_integrations.langchain._config import (
-        BUDGET_CONFIG_KEY,
-        DIRECTORY_CONFIG_KEY,
-        ROOM_CONFIG_KEY,
-    )
-    from aizk_integrations.langchain._documents import (
-        CITATIONS_METADATA_KEY,
-        COUNTS_METADATA_KEY,
-        RECALL_METADATA_KEY,
-    )
-    from aizk_integrations.langchain._pipeline import check_packer_last
     from aizk_integrations.langchain._retriever import AizkEvidenceRetriever
     from aizk_integrations.langchain._room import context_room
     from aizk_integrations.langchain._scoped import AizkScopedRetriever
-    from aizk_integrations.langchain._stores import StoreSearch, postgres_setup
+    from aizk_integrations.langchain._stores import postgres_setup
 except ModuleNotFoundError as _error:
     # Only a missing langchain-core is a missing extra. Anything else (an installed LangChain
     # too old for a name imported here, say) is shown as it is, not blamed on the install.
@@ -43,17 +32,9 @@ except ModuleNotFoundError as _error:
     ) from _error
 
 __all__ = [
-    "BUDGET_CONFIG_KEY",
-    "CITATIONS_METADATA_KEY",
-    "COUNTS_METADATA_KEY",
-    "DIRECTORY_CONFIG_KEY",
-    "RECALL_METADATA_KEY",
-    "ROOM_CONFIG_KEY",
     "AizkEvidenceCompressor",
     "AizkEvidenceRetriever",
     "AizkScopedRetriever",
-    "StoreSearch",
-    "check_packer_last",
     "context_room",
     "postgres_setup",
 ]

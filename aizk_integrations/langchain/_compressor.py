@@ -105,7 +105,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor, Serializab
         The seed's estimate of four characters a token is cheap but is not what a model counts
         (a budget of 512 was 1.7x that many tokens of English, 5x of Japanese); counted by the
         model and covering labels and headers too, a budget is the model's tokens in any
-        language. `settings` are any others, e.g. `budget=1024, directory=reader`.
+        language. `settings` are any others, e.g. `budget=1024, reader=reader`.
         """
         return cls(token_counter=counter_from_langchain(model), budget_covers="block", **settings)
 
@@ -177,7 +177,7 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor, Serializab
         * `"aizk_budget"` (`BUDGET_CONFIG_KEY`): an int from 1 to `max_budget`;
         * `"aizk_room"` (`ROOM_CONFIG_KEY`): what `context_room` gives, an int >= 0; the call
           packs to the smaller of it and the budget;
-        * `"aizk_directory"` (`DIRECTORY_CONFIG_KEY`): a `ScopeDirectory`, the reader of this call.
+        * `"aizk_reader"` (`READER_CONFIG_KEY`): a `ScopeDirectory`, the reader of this call.
 
         A call can switch readers but never switch authorization off, so the directory key takes
         a `ScopeDirectory` only; leave it out to use the compressor's own `directory`. The step

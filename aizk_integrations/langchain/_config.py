@@ -1,7 +1,7 @@
 """A request's aizk settings, as LangChain carries them in a runnable's config.
 
 One app usually serves many readers, so each request names its reader in its config
-(`config={"configurable": {"aizk_directory": reader}}`), and may change its budget there too.
+(`config={"configurable": {"aizk_reader": reader}}`), and may change its budget there too.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from langchain_core.runnables import (
 from pydantic import ConfigDict
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes import ScopeDirectory, require_reader
 from aizk_integrations._settings import PackingSettings, call_budget
 from aizk_integrations._tokens import is_int
 
 BUDGET_CONFIG_KEY: Final = "aizk_budget"
 """`configurable` key: this request's token budget (an int from 1 to `max_budget`)."""
 
-DIRECTORY_CONFIG_KEY: Final = "aizk_directory"
+READER_CONFIG_KEY: Final = "aizk_reader"
 """`configurable` key: this request's reader, a `ScopeDirectory`."""
 
 AUTH_USER_CONFIG_KEY: Final = "langgraph_auth_user"
@@ -60,14 +60,14 @@ CONFIG_SPECS: Final = (
 )
 """The per-request settings, as LangChain's `config_specs` list them (and LangServe's
 `/config_schema` shows clients). The reader is not among them: it is the server's to set
-(`aizk_directory`), never a client's."""
+(`aizk_reader`), never a client's."""
 
-_KNOWN = (DIRECTORY_CONFIG_KEY, *(spec.id for spec in CONFIG_SPECS))
+_KNOWN = (READER_CONFIG_KEY, *(spec.id for spec in CONFIG_SPECS))
 _KNOWN_KEYS = ", ".join(repr(key) for key in _KNOWN)
 
 PER_REQUEST: Final = (
-    f"pass this request's reader as config={{'configurable': {{{DIRECTORY_CONFIG_KEY!r}: "
-    "directory}} (LangChain hands no config to a compressor inside a bare "
+    f"pass this request's reader as config={{'configurable': {{{READER_CONFIG_KEY!r}: "
+    "reader}} (LangChain hands no config to a compressor inside a bare "
     "ContextualCompressionRetriever: use AizkEvidenceRetriever there)"
 )
 """How the warnings tell a LangChain user to name a request's reader."""
@@ -165,28 +165,27 @@ def request_reader(
 ) -> ScopeDirectory | None:
     """The reader a request names: the authenticated user's, where the server put one in the
     config (LangGraph Platform's `langgraph_auth_user`) and `reader_of_user` maps it, else the
-    one in `aizk_directory`.
+    one in `aizk_reader`.
 
-    With `reader_of_user`, what a client sends under `aizk_directory` is never read: only the
-    server's own word on who is asking chooses the reader. Without it, `aizk_directory` must be
+    With `reader_of_user`, what a client sends under `aizk_reader` is never read: only the
+    server's own word on who is asking chooses the reader. Without it, `aizk_reader` must be
     a `ScopeDirectory`, which a client sending JSON cannot make.
     """
     configurable: Mapping[str, Any] = config.get("configurable") or {}
     if reader_of_user is not None:
         user = configurable.get(AUTH_USER_CONFIG_KEY)
         return None if user is None else reader_of_user(user)
-    if DIRECTORY_CONFIG_KEY not in configurable:
+    if READER_CONFIG_KEY not in configurable:
         return None
-    directory = configurable[DIRECTORY_CONFIG_KEY]
-    if not isinstance(directory, ScopeDirectory):
+    reader = configurable[READER_CONFIG_KEY]
+    try:
+        return require_reader(reader, f"configurable {READER_CONFIG_KEY!r}")
+    except TypeError as error:
         raise TypeError(
-            f"configurable {DIRECTORY_CONFIG_KEY!r} must be a ScopeDirectory (a call may "
-            f"switch readers but not switch authorization off), not {type(directory).__name__}; "
-            "a reader is the server's to choose: set it where the server authenticates the "
-            "request, never from what a client sends"
-            + (_LOST_IN_SERIALIZATION if directory is None else "")
-        )
-    return directory
+            f"{error}; a reader is the server's to choose: set it where the server "
+            "authenticates the request, never from what a client sends"
+            + (_LOST_IN_SERIALIZATION if reader is None else "")
+        ) from None
 
 
 _LOST_IN_SERIALIZATION = (
@@ -211,6 +210,6 @@ def missing_reader_advice(config: RunnableConfig, reader_of_user: ReaderOfUser |
 def with_reader(config: RunnableConfig, reader: ScopeDirectory | None) -> RunnableConfig:
     """`config` naming `reader`, so what runs inside reads the same reader as the packer."""
     configurable: Mapping[str, Any] = config.get("configurable") or {}
-    if reader is None or configurable.get(DIRECTORY_CONFIG_KEY) is reader:
+    if reader is None or configurable.get(READER_CONFIG_KEY) is reader:
         return config
-    return patch_config(config, configurable={**configurable, DIRECTORY_CONFIG_KEY: reader})
+    return patch_config(config, configurable={**configurable, READER_CONFIG_KEY: reader})

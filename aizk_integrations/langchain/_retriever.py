@@ -82,6 +82,6 @@ class AizkEvidenceRetriever(ConfigCarryingRetriever):
         """This request's config, naming its reader, for what runs under this retriever."""
         config = current_config()
         compressor = self.compressor
-        reader = request_reader(config, compressor.reader_of_user) or compressor.directory
+        reader = request_reader(config, compressor.reader_of_user) or compressor.reader
         child = patch_config(with_reader(config, reader), callbacks=run_manager.get_child())
         return child, reader

@@ -53,7 +53,7 @@ logger = logging.getLogger("aizk_integrations.langchain")
 class AizkScopedRetriever(ConfigCarryingRetriever):
     """A vector store's retriever that returns only documents the request's reader may read.
 
-    The reader is the one the request names (`config={"configurable": {"aizk_directory":
+    The reader is the one the request names (`config={"configurable": {"aizk_reader":
     reader}}`, or the authenticated user mapped by `reader_of_user`), read as the packer reads
     it, so one reader reaches both the store query and the packer. With no reader it fails
     closed: nothing is retrieved. On its own it returns the reader's best `k` documents; inside

@@ -9,17 +9,13 @@ and the block lives only in the request: the agent's state keeps the conversatio
 so each turn's block replaces the last instead of piling up.
 
 The reader comes from the request, fail-closed like the rest of the library: the agent's config
-(`config={"configurable": {"aizk_directory": reader}}`) or its runtime context (an
-`aizk_directory` key or attribute), else the compressor's own `directory`; with none, only
+(`config={"configurable": {"aizk_reader": reader}}`) or its runtime context (an
+`aizk_reader` key or attribute), else the compressor's own `directory`; with none, only
 evidence that names no scope is shown.
 """
 
 try:
-    from aizk_integrations._rendering import STALE_EVIDENCE_NOTE
-    from aizk_integrations.langchain_agents._middleware import (
-        MEMORY_MESSAGE_NAME,
-        AizkMemoryMiddleware,
-    )
+    from aizk_integrations.langchain_agents._middleware import AizkMemoryMiddleware
     from aizk_integrations.langchain_agents._tool_evidence import AizkToolEvidenceMiddleware
 except ModuleNotFoundError as _error:
     # Only a missing langchain or langchain-core (which aizk_integrations.langchain reports as
@@ -34,8 +30,6 @@ except ModuleNotFoundError as _error:
     ) from _error
 
 __all__ = [
-    "MEMORY_MESSAGE_NAME",
-    "STALE_EVIDENCE_NOTE",
     "AizkMemoryMiddleware",
     "AizkToolEvidenceMiddleware",
 ]

@@ -14,7 +14,7 @@ from aizk_integrations._counters import counter_from_langchain
 from aizk_integrations._scopes import ScopeDirectory
 from aizk_integrations.langchain._compressor import AizkEvidenceCompressor
 from aizk_integrations.langchain._config import (
-    DIRECTORY_CONFIG_KEY,
+    READER_CONFIG_KEY,
     ROOM_CONFIG_KEY,
     current_config,
     request_reader,
@@ -87,7 +87,7 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         reader = (
             request_reader(config, self.compressor.reader_of_user)
             or _reader_in(getattr(request.runtime, "context", None))
-            or self.compressor.directory
+            or self.compressor.reader
         )
         return _latest_user_message(request.messages), with_reader(config, reader), reader
 
@@ -131,14 +131,14 @@ def _latest_user_message(messages: list[AnyMessage]) -> HumanMessage | None:
 
 
 def _reader_in(context: object) -> ScopeDirectory | None:
-    """The reader an agent's runtime context names, under `aizk_directory`, if any."""
+    """The reader an agent's runtime context names, under `aizk_reader`, if any."""
     if isinstance(context, Mapping):
-        found = context.get(DIRECTORY_CONFIG_KEY)
+        found = context.get(READER_CONFIG_KEY)
     else:
-        found = getattr(context, DIRECTORY_CONFIG_KEY, None)
+        found = getattr(context, READER_CONFIG_KEY, None)
     if found is not None and not isinstance(found, ScopeDirectory):
         raise TypeError(
-            f"the agent's context {DIRECTORY_CONFIG_KEY!r} must be a ScopeDirectory (a request "
+            f"the agent's context {READER_CONFIG_KEY!r} must be a ScopeDirectory (a request "
             f"may switch readers but not switch authorization off), not {type(found).__name__}"
         )
     return found

@@ -13,17 +13,15 @@ notes and no retrieval event or log carries another reader's text; given the pos
 """
 
 try:
-    from aizk_integrations._rendering import STALE_EVIDENCE_NOTE
     from aizk_integrations.llama_index._agent_history import AizkToolEvidenceMemory
     from aizk_integrations.llama_index._chat_engines import (
         AizkCondensePlusContextChatEngine,
         AizkContextChatEngine,
     )
-    from aizk_integrations.llama_index._event import AizkEvidencePacked
+    from aizk_integrations.llama_index._event import AizkEvidencePackedEvent
     from aizk_integrations.llama_index._memory import AizkMemoryBlock
     from aizk_integrations.llama_index._postgres import pgvector_scoped_query
     from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor
-    from aizk_integrations.llama_index._reader import reading_as
     from aizk_integrations.llama_index._scoped import AizkScopedRetriever
     from aizk_integrations.llama_index._stores import ScopeFilter, postgres_setup
 except ModuleNotFoundError as _error:
@@ -39,10 +37,9 @@ except ModuleNotFoundError as _error:
     ) from _error
 
 __all__ = [
-    "STALE_EVIDENCE_NOTE",
     "AizkCondensePlusContextChatEngine",
     "AizkContextChatEngine",
-    "AizkEvidencePacked",
+    "AizkEvidencePackedEvent",
     "AizkEvidencePostprocessor",
     "AizkMemoryBlock",
     "AizkScopedRetriever",
@@ -50,5 +47,4 @@ __all__ = [
     "ScopeFilter",
     "pgvector_scoped_query",
     "postgres_setup",
-    "reading_as",
 ]

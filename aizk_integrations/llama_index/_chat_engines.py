@@ -45,7 +45,7 @@ from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.llama_index._chat_prompt import ChatPrompt, chat_prompt, window_of
 from aizk_integrations.llama_index._conversations import Conversations
-from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor, reader_of
+from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor
 from aizk_integrations.llama_index._scoped import AizkScopedRetriever
 
 logger = logging.getLogger("aizk_integrations.llama_index")
@@ -80,19 +80,19 @@ class _EvidenceChatEngine(BaseChatEngine):
             type(self).__name__, lambda: ChatMemoryBuffer.from_defaults(llm=llm), memory
         )
 
-    def for_reader(self, directory: ScopeDirectory) -> Self:
-        """This engine bound to one reader: the recommended way to name a request's reader.
+    def for_reader(self, reader: ScopeDirectory) -> Self:
+        """This engine for one reader: how a request names its reader.
 
         A cheap copy, made per request, whose evidence postprocessor (and retriever, when it is
-        an `AizkScopedRetriever`) is bound to `directory` and which continues that reader's
+        an `AizkScopedRetriever`) is bound to `reader` and which continues that reader's
         conversation: the memories are the engine's, shared by every copy. The reader is then
         part of the engine, whatever thread, task or stream runs it.
         """
-        evidence = self._evidence.for_reader(directory)  # which refuses anything else
+        evidence = self._evidence.for_reader(reader)  # which refuses anything else
         bound = copy.copy(self)
         bound._evidence = evidence
         if isinstance(self._retriever, AizkScopedRetriever):
-            bound._retriever = self._retriever.for_reader(directory)
+            bound._retriever = self._retriever.for_reader(reader)
         return bound
 
     def chat(
@@ -184,7 +184,7 @@ class _EvidenceChatEngine(BaseChatEngine):
         """The memory of this call's reader: the one the evidence postprocessor packs for."""
         evidence = self._evidence
         return self._conversations.of(
-            reader_of(evidence), readerless=evidence.allow_scoped_without_reader
+            evidence.reader, readerless=evidence.allow_scoped_without_reader
         )
 
     def _prompt(self, history: Sequence[ChatMessage], message: str) -> ChatPrompt:

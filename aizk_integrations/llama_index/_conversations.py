@@ -20,8 +20,7 @@ ReaderKey = frozenset[str] | None
 """A reader as their conversations are filed: the scope ids they may read (`None`: no reader)."""
 
 NAME_THE_READER: Final = (
-    "bind it with engine.for_reader(directory), run the call inside "
-    "`with reading_as(directory):`, or give the evidence postprocessor a directory"
+    "bind it with engine.for_reader(reader), or give the evidence postprocessor a reader"
 )
 
 

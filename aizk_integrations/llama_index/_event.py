@@ -6,7 +6,7 @@ from llama_index.core.instrumentation.events import BaseEvent
 from pydantic import Field
 
 
-class AizkEvidencePacked(BaseEvent):
+class AizkEvidencePackedEvent(BaseEvent):
     """What one call of the postprocessor kept and left out, sent inside its span.
 
     Tracing handlers see it even when nothing was kept and the query got no context at all,
@@ -22,4 +22,4 @@ class AizkEvidencePacked(BaseEvent):
 
     @classmethod
     def class_name(cls) -> str:
-        return "AizkEvidencePacked"
+        return "AizkEvidencePackedEvent"

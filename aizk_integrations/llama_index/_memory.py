@@ -22,8 +22,8 @@ class AizkMemoryBlock(BaseMemoryBlock[str]):
     On every read of the memory it retrieves for the latest user message from any retriever
     and packs what came back with `evidence`, an `AizkEvidencePostprocessor` (the same settings
     and code as in a query engine: budget, reader, counts), so the block the agent sees holds
-    only what the reader of the request may see: the one named by `reading_as` around the
-    agent's run, else `evidence.directory`. Build the memory with
+    only what `evidence`'s reader may see (one memory per reader's session: build it with
+    `evidence.for_reader(reader)`). Build the memory with
     `insert_method=InsertMethod.USER` to keep the block out of the system prompt.
 
     The memory's token limit decides the rest: when the chat history and the memory's blocks

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sized
 from typing import Any, TypedDict
 
 from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # the
@@ -12,17 +11,16 @@ from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.utils import get_tokenizer
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from aizk_integrations._report import report
 from aizk_integrations._run import Packing, expect_sequence, run
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes import ScopeDirectory, require_reader
 from aizk_integrations._settings import PackingSettings
 from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
-from aizk_integrations.llama_index._event import AizkEvidencePacked
+from aizk_integrations.llama_index._event import AizkEvidencePackedEvent
 from aizk_integrations.llama_index._nodes import NODES, block_node, kept_nodes
-from aizk_integrations.llama_index._reader import PER_REQUEST, current_reader
 from aizk_integrations.llama_index._window import (
     FitTarget,
     check_fit_target,
@@ -46,10 +44,14 @@ _QUESTION_TO_POSTPROCESSOR = (
     "postprocess_nodes(retriever.retrieve(question), query_str=question)"
 )
 
+PER_REQUEST = (
+    "bind the request's reader with for_reader(reader) on the postprocessor, or on "
+    "AizkScopedRetriever"
+)
+"""How the warnings tell a LlamaIndex user to name a request's reader."""
+
 _NOT_SERIALIZED = ("token_counter", "fit_to")
 """Settings that hold live objects: `to_dict` marks them, `from_dict` needs them passed again."""
-BOUND_READER_KEY = "bound_reader"
-"""Where `to_dict` writes the reader `for_reader` bound, for `from_dict` to bind it again."""
 
 
 class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
@@ -61,14 +63,14 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
 
     The settings cannot be reassigned after construction (LlamaIndex's `callback_manager` still
     can, because query engines set it). The instance keeps no per-call state, so one instance can
-    serve concurrent queries: the reader is `directory`, or the one named by `reading_as` for
-    the request in hand.
+    serve concurrent queries; a request's reader is bound with `for_reader`.
     """
 
     # Unknown settings are refused by PackingSettings' own `extra="forbid"`.
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     return_nodes: bool = Field(
+        frozen=True,
         default=False,
         strict=True,
         description=(
@@ -77,6 +79,7 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         ),
     )
     fit_to: FitTarget | None = Field(
+        frozen=True,
         default=None,
         exclude=True,
         description=(
@@ -102,97 +105,39 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
             check_fit_target(self.fit_to)
         return self
 
-    _bound: ScopeDirectory | None = PrivateAttr(default=None)
-
     @classmethod
     def class_name(cls) -> str:
         return "AizkEvidencePostprocessor"
 
-    def for_reader(self, directory: ScopeDirectory) -> AizkEvidencePostprocessor:
-        """This postprocessor bound to one reader: the recommended way to name a request's reader.
+    def for_reader(self, reader: ScopeDirectory) -> AizkEvidencePostprocessor:
+        """This postprocessor for one reader: how a request names its reader.
 
         A cheap copy sharing every setting, made per request and handed to the engine
         (`index.as_query_engine(node_postprocessors=[evidence.for_reader(sam)])`): the reader is
-        then part of the engine, whatever thread, task or stream runs it, where `reading_as`
-        reaches only code running in its context. A bound reader comes before `reading_as`,
-        which comes before `directory`.
+        then part of the engine, whatever thread, task or stream runs it. LlamaIndex hands a
+        postprocessor no per-call config, and ambient state would follow whoever pulls a
+        stream, so the reader travels with the object instead.
         """
-        if not isinstance(directory, ScopeDirectory):
-            raise TypeError(
-                "for_reader needs a ScopeDirectory (a request may switch readers but not switch "
-                f"authorization off), not {type(directory).__name__}"
-            )
-        bound = self.model_copy()
-        bound._bound = directory
-        return bound
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # LlamaIndex's own rebuilds the fields through `__init__`, which drops private
-        # attributes: a copy bound to a reader, unpickled in a process pool, would answer as
-        # nobody. The bound reader is put back.
-        super().__setstate__(state)
-        self._bound = (state.get("__pydantic_private__") or {}).get("_bound")
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Pydantic would accept `budget = 10**6` silently, and even with validate_assignment it
-        # keeps the bad value when the cross-field check fails. A shared instance must not change
-        # rules under a concurrent query, so the settings are fixed once validated.
-        self._refuse_change(name)
-        super().__setattr__(name, value)
-
-    def __delattr__(self, name: str) -> None:
-        self._refuse_change(name)
-        super().__delattr__(name)
-
-    def _refuse_change(self, name: str) -> None:
-        if name in type(self).model_fields and name != "callback_manager":
-            raise AttributeError(
-                f"{name} is fixed when the postprocessor is built; create a new "
-                f"{type(self).__name__} with the setting you want"
-            )
-
-    def postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-        query_str: str | None = None,
-    ) -> list[NodeWithScore]:
-        """Pack the nodes in the order given, for the reader of the call (see `reader_of`).
-
-        LlamaIndex's own entry point, but for what it hands on: its instrumentation opens a
-        span around `_postprocess_nodes` that records the arguments, and the nodes handed over
-        hold other readers' text on a path that did not scope retrieval. They travel boxed
-        (`Handed`), so the span records how many there were; its result is the reader's own.
-        """
-        if query_str is not None and query_bundle is not None:
-            raise ValueError("Cannot specify both query_str and query_bundle")
-        if query_str is not None:
-            query_bundle = QueryBundle(query_str)
-        return self._postprocess_nodes(Handed(nodes), query_bundle)
+        return self.model_copy(update={"reader": require_reader(reader, "for_reader")})
 
     def _postprocess_nodes(
         self,
-        nodes: list[NodeWithScore] | Handed,
+        nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pack the nodes in the order given; the query plays no part in what is kept."""
-        if isinstance(nodes, Handed):
-            nodes = nodes.nodes
         expect_sequence(nodes, NODES.expected, _QUESTION_TO_POSTPROCESSOR)
         limits = call_limits(self, query_bundle)
-        packing = run(nodes, NODES, self, reader=reader_of(self), **limits)
+        packing = run(nodes, NODES, self, reader=self.reader, **limits)
         return packed_nodes(self, packing)
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        """The settings as a dict, and the reader `for_reader` bound (`bound_reader`), which a
-        restored copy must answer as; a token counter or what `fit_to` fits, being live
-        objects, is marked rather than written."""
+        """The settings as a dict, the reader included; a token counter or what `fit_to` fits,
+        being live objects, is marked rather than written."""
         data = super().to_dict(**kwargs)
         for name in _NOT_SERIALIZED:
             if getattr(self, name) is not None:
                 data[f"{name}_not_serialized"] = True
-        if self._bound is not None:
-            data[BOUND_READER_KEY] = self._bound.model_dump(mode="json")
         return data
 
     @classmethod
@@ -211,9 +156,8 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
                     f"is not serialized; pass it again: "
                     f"AizkEvidencePostprocessor.from_dict(data, {name}=...)"
                 )
-        bound = data.pop(BOUND_READER_KEY, None)
         restored: AizkEvidencePostprocessor = super().from_dict(data, **kwargs)
-        return restored if bound is None else restored.for_reader(ScopeDirectory(**bound))
+        return restored
 
     async def _apostprocess_nodes(
         self,
@@ -221,21 +165,7 @@ class AizkEvidencePostprocessor(PackingSettings, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """The sync path, run in place: packing never waits on I/O, so a thread buys nothing."""
-        return self._postprocess_nodes(Handed(nodes), query_bundle)
-
-
-class Handed:
-    """The nodes handed to one call, as a tracing span records them: how many, not what they
-    say (they may be other readers'). Not a sequence, so no serializer walks into it."""
-
-    __slots__ = ("nodes",)
-
-    def __init__(self, nodes: list[NodeWithScore]) -> None:
-        self.nodes = nodes
-
-    def __repr__(self) -> str:
-        count = len(self.nodes) if isinstance(self.nodes, Sized) else "?"
-        return f"<{count} nodes handed to the packer>"
+        return self._postprocess_nodes(nodes, query_bundle)
 
 
 class CallLimits(TypedDict):
@@ -243,12 +173,6 @@ class CallLimits(TypedDict):
 
     budget: int | None
     counter: TokenCounter | None
-
-
-def reader_of(evidence: AizkEvidencePostprocessor) -> ScopeDirectory | None:
-    """The reader of a call made now: the one bound to `evidence`, else `reading_as`'s, else
-    its `directory`."""
-    return evidence._bound or current_reader() or evidence.directory
 
 
 def call_limits(
@@ -288,7 +212,7 @@ def packed_nodes(
     engine tells its logs and tracing handlers the same thing whichever of them packed.
     """
     report(packing, logger, PER_REQUEST, evidence.scopes_key, THROUGH_RETRIEVAL)
-    _dispatcher.event(AizkEvidencePacked(counts=packing.counts))
+    _dispatcher.event(AizkEvidencePackedEvent(counts=packing.counts))
     if not packing.kept:
         return []
     if evidence.return_nodes:

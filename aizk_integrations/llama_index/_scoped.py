@@ -28,7 +28,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 from aizk_integrations._paging import Fetched, PageSize, Search, fetched_pages, readable_pages
 from aizk_integrations._report import max_fetch_message
 from aizk_integrations._run import Packing, run
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes import ScopeDirectory, require_reader
 from aizk_integrations.llama_index._nodes import NODES
 from aizk_integrations.llama_index._postprocessor import (
     AizkEvidencePostprocessor,
@@ -36,7 +36,6 @@ from aizk_integrations.llama_index._postprocessor import (
     call_limits,
     packed_nodes,
 )
-from aizk_integrations.llama_index._reader import PER_REQUEST, current_reader
 from aizk_integrations.llama_index._stores import (
     ScopeFilter,
     built_in_filter,
@@ -53,15 +52,15 @@ ScopedQuery = Callable[[frozenset[str]], ScopeFilter]
 class AizkScopedRetriever(BaseRetriever):
     """Retrieve from a shared `VectorStoreIndex` only what the request's reader may read.
 
-    The reader of a call is `directory`, else the one `reading_as` names. With neither it
+    The reader of a call is the one `for_reader` bound, else `reader`. With neither it
     retrieves nothing and says so in a warning: a call that names no reader is never answered
-    with somebody's notes. Use `for_reader` to bind a request's reader.
+    with somebody's notes.
 
     Without `evidence`, it returns the reader's best `similarity_top_k` nodes, for any
     pipeline. With `evidence`, an `AizkEvidencePostprocessor`, it returns what that
     postprocessor would (the one block node, or the kept nodes with `return_nodes`), packed for
     the same reader from pages fetched as the walk reads them, so the store is asked for more
-    only while the budget has room; its report and `AizkEvidencePacked` event are the
+    only while the budget has room; its report and `AizkEvidencePackedEvent` event are the
     postprocessor's own. Give such an engine no postprocessor of its own.
 
     The store is asked first for what the budget is likely to take (`similarity_top_k` on its
@@ -83,7 +82,7 @@ class AizkScopedRetriever(BaseRetriever):
         similarity_top_k: int = 4,
         max_fetch: int = 1024,
         scopes_key: str = "scopes",
-        directory: ScopeDirectory | None = None,
+        reader: ScopeDirectory | None = None,
         evidence: AizkEvidencePostprocessor | None = None,
         scoped_query: ScopedQuery | None = None,
         embed_model: BaseEmbedding | None = None,
@@ -96,7 +95,8 @@ class AizkScopedRetriever(BaseRetriever):
         _check_count("max_fetch", max_fetch, similarity_top_k)
         if not isinstance(scopes_key, str) or not scopes_key:
             raise ValueError("scopes_key must be a non-empty metadata key")
-        _check_reader(directory, "directory", optional=True)
+        if reader is not None:
+            require_reader(reader, "reader")
         if evidence is not None:
             _check_evidence(evidence, scopes_key)
         if scoped_query is not None and not callable(scoped_query):
@@ -109,8 +109,7 @@ class AizkScopedRetriever(BaseRetriever):
         self._top_k = similarity_top_k
         self._max_fetch = max_fetch
         self._scopes_key = scopes_key
-        self._directory = directory
-        self._bound: ScopeDirectory | None = None
+        self._fixed_reader = reader
         self._evidence = evidence
         self._scoped_query = scoped_query
         self._page_size = PageSize()
@@ -119,17 +118,16 @@ class AizkScopedRetriever(BaseRetriever):
         # model only in its private `_embed_model`.
         self._embed_model = index._embed_model if embed_model is None else embed_model
 
-    def for_reader(self, directory: ScopeDirectory) -> AizkScopedRetriever:
-        """This retriever bound to one reader: the recommended way to name a request's reader.
+    def for_reader(self, reader: ScopeDirectory) -> AizkScopedRetriever:
+        """This retriever for one reader: how a request names its reader.
 
         A cheap copy sharing the index and settings, made per request and handed to the engine,
         e.g. `RetrieverQueryEngine.from_args(retriever.for_reader(sam), llm=...)`: the reader
         is then part of the engine itself and reaches every thread, task and sub-retriever it
-        uses, where `reading_as` reaches only code running in its context.
+        uses.
         """
-        _check_reader(directory, "for_reader", optional=False)
         bound = copy.copy(self)
-        bound._bound = directory
+        bound._fixed_reader = require_reader(reader, "for_reader")
         return bound
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -194,15 +192,12 @@ class AizkScopedRetriever(BaseRetriever):
         return packed_nodes(self._evidence, walked)
 
     def _reader(self) -> ScopeDirectory | None:
-        # The reader bound to this copy, else the one `reading_as` names, else `directory`:
-        # the order the postprocessor reads them in too.
-        reader = self._bound or current_reader() or self._directory
+        reader = self._fixed_reader
         if reader is None:
             logger.warning(
                 "aizk: scoped retrieval has no reader for this call, so it retrieved nothing "
                 "(it never falls back to showing anyone's notes): bind the request's reader "
-                "with retriever.for_reader(directory), or %s",
-                PER_REQUEST,
+                "with retriever.for_reader(reader)",
             )
         return reader
 
@@ -308,32 +303,21 @@ def _check_count(name: str, value: object, least: int) -> None:
         raise ValueError(f"{name} must be at least {least}, got {value}")
 
 
-def _check_reader(directory: object, where: str, *, optional: bool) -> None:
-    if directory is None and optional:
-        return
-    if not isinstance(directory, ScopeDirectory):
-        raise TypeError(
-            f"{where} needs a ScopeDirectory (a request may switch readers but not switch "
-            f"authorization off), not {type(directory).__name__}"
-        )
-
-
 def _check_evidence(evidence: object, scopes_key: str) -> None:
     """Refuse evidence settings that would pack for another reader or read another key.
 
     The reader is stated once, on the retriever, and reaches the store query and the packer
-    alike; a directory on the postprocessor as well would be a second, possibly different,
-    reader.
+    alike; a reader on the postprocessor as well would be a second, possibly different, one.
     """
     if not isinstance(evidence, AizkEvidencePostprocessor):
         raise TypeError(
             f"evidence must be an AizkEvidencePostprocessor, not {type(evidence).__name__}"
         )
-    if evidence.directory is not None:
+    if evidence.reader is not None:
         raise ValueError(
-            "evidence has a directory of its own; with scoped retrieval the reader is the "
-            "retriever's: pass directory= to AizkScopedRetriever (or use for_reader or "
-            "reading_as) and leave the postprocessor's directory unset"
+            "evidence has a reader of its own; with scoped retrieval the reader is the "
+            "retriever's: pass reader= to AizkScopedRetriever (or use its for_reader) and "
+            "leave the postprocessor's reader unset"
         )
     if evidence.scopes_key != scopes_key:
         raise ValueError(

@@ -260,13 +260,13 @@ class PostgresStore(Store):
             finally:
                 engine.dispose()
             packer = AizkEvidenceCompressor(
-                directory=reader, budget=MOST, max_budget=MOST, return_documents=True
+                reader=reader, budget=MOST, max_budget=MOST, return_documents=True
             )
             return [document.page_content for document in packer.compress_documents(every, query)]
         with self._index(None) as index:
             nodes = index.as_retriever(similarity_top_k=count).retrieve(query)
         postprocessor = AizkEvidencePostprocessor(
-            directory=reader, budget=MOST, max_budget=MOST, return_nodes=True
+            reader=reader, budget=MOST, max_budget=MOST, return_nodes=True
         )
         return _texts(postprocessor.postprocess_nodes(nodes, query_str=query))
 
@@ -285,4 +285,4 @@ class PostgresStore(Store):
 
 
 def _config(reader: ScopeDirectory) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": reader}}
+    return {"configurable": {"aizk_reader": reader}}

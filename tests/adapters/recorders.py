@@ -1,7 +1,7 @@
 """What the frameworks' own parts were handed, recorded the way their tracing tools see it.
 
 One of each, for every test that asks: the messages a chat model call received, the per-request
-settings a retriever was invoked with, and the `AizkEvidencePacked` events LlamaIndex sent.
+settings a retriever was invoked with, and the `AizkEvidencePackedEvent` events LlamaIndex sent.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from pydantic import Field
 
-from aizk_integrations.llama_index import AizkEvidencePacked
+from aizk_integrations.llama_index import AizkEvidencePackedEvent
 
 
 class ChatModelCalls(BaseCallbackHandler):
@@ -54,16 +54,16 @@ class SettingsRecorder(BaseRetriever):
 
 
 class PackedEvents(BaseEventHandler):
-    """The `AizkEvidencePacked` events a LlamaIndex tracing handler receives."""
+    """The `AizkEvidencePackedEvent` events a LlamaIndex tracing handler receives."""
 
-    events: list[AizkEvidencePacked] = Field(default_factory=list)
+    events: list[AizkEvidencePackedEvent] = Field(default_factory=list)
 
     @classmethod
     def class_name(cls) -> str:
         return "PackedEvents"
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        if isinstance(event, AizkEvidencePacked):
+        if isinstance(event, AizkEvidencePackedEvent):
             self.events.append(event)
 
 

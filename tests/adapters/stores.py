@@ -208,13 +208,13 @@ class _LangChainStore(Store):
     def shown(self, reader: ScopeDirectory, query: str) -> list[str]:
         every = self.store.similarity_search(query, k=max(1, len(self.held)))
         packer = aizk_langchain.AizkEvidenceCompressor(
-            directory=reader, budget=MOST, max_budget=MOST, return_documents=True
+            reader=reader, budget=MOST, max_budget=MOST, return_documents=True
         )
         return [document.page_content for document in packer.compress_documents(every, query)]
 
 
 def _config(reader: ScopeDirectory) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": reader}}
+    return {"configurable": {"aizk_reader": reader}}
 
 
 class _LlamaIndexStore(Store):
@@ -290,7 +290,7 @@ class _LlamaIndexStore(Store):
     def shown(self, reader: ScopeDirectory, query: str) -> list[str]:
         every = self.index.as_retriever(similarity_top_k=max(1, len(self.held))).retrieve(query)
         packer = aizk_llama_index.AizkEvidencePostprocessor(
-            directory=reader, budget=MOST, max_budget=MOST, return_nodes=True
+            reader=reader, budget=MOST, max_budget=MOST, return_nodes=True
         )
         return _texts(packer.postprocess_nodes(every, query_str=query))
 

@@ -27,8 +27,8 @@ from aizk_integrations.langchain import (
     AizkEvidenceRetriever,
     AizkScopedRetriever,
 )
+from aizk_integrations._rendering import STALE_EVIDENCE_NOTE
 from aizk_integrations.langchain_agents import (
-    STALE_EVIDENCE_NOTE,
     AizkMemoryMiddleware,
     AizkToolEvidenceMiddleware,
 )
@@ -98,7 +98,7 @@ def converse(chat: Any, readers: list[ScopeDirectory]) -> ModelInputs:
     thread = str(uuid.uuid4())
     for turn, reader in enumerate(readers):
         config: RunnableConfig = {
-            "configurable": {"thread_id": thread, "aizk_directory": reader},
+            "configurable": {"thread_id": thread, "aizk_reader": reader},
             "callbacks": [inputs],
         }
         chat.invoke({"messages": [HumanMessage(f"question {turn}")]}, config=config)
@@ -144,7 +144,7 @@ def test_the_reader_can_come_from_the_user_langgraph_authenticated_not_from_the_
         "configurable": {
             "thread_id": "t",
             "langgraph_auth_user": {"identity": "sam"},
-            "aizk_directory": sent_by_a_client,
+            "aizk_reader": sent_by_a_client,
         },
         "callbacks": [inputs],
     }
@@ -183,7 +183,7 @@ def test_the_memory_middlewares_block_fits_the_models_window_over_a_long_thread(
     for turn in range(thread_length):
         history += [HumanMessage(f"question {turn} " + "please " * 5), AIMessage("answer " * 5)]
     inputs = ModelInputs()
-    config: RunnableConfig = {"configurable": {"aizk_directory": SAM}, "callbacks": [inputs]}
+    config: RunnableConfig = {"configurable": {"aizk_reader": SAM}, "callbacks": [inputs]}
     agent = create_agent(model, [], middleware=[memory], system_prompt="Be brief.")
     agent.invoke({"messages": [*history, HumanMessage("What do my notes say?")]}, config=config)
     [call] = inputs.calls

@@ -80,7 +80,7 @@ def evidence_messages(call: list[BaseMessage]) -> list[HumanMessage]:
 
 def test_every_turn_gets_one_block_next_to_the_users_message_for_the_right_reader() -> None:
     recorder = ChatModelCalls()
-    config: RunnableConfig = {"configurable": {"aizk_directory": SAM}, "callbacks": [recorder]}
+    config: RunnableConfig = {"configurable": {"aizk_reader": SAM}, "callbacks": [recorder]}
     chat = agent()
     state = chat.invoke({"messages": [("human", "What is up?")]}, config=config)
     state = chat.invoke({"messages": [*state["messages"], ("human", "And then?")]}, config=config)
@@ -107,7 +107,7 @@ def test_with_no_reader_only_public_evidence_is_recalled() -> None:
 
 @dataclass
 class Tenant:
-    aizk_directory: ScopeDirectory
+    aizk_reader: ScopeDirectory
 
 
 def test_the_reader_can_come_from_the_agents_runtime_context() -> None:
@@ -115,7 +115,7 @@ def test_the_reader_can_come_from_the_agents_runtime_context() -> None:
     agent(context_schema=Tenant).invoke(
         {"messages": [("human", "Anything to buy?")]},
         config={"callbacks": [recorder]},
-        context=Tenant(aizk_directory=ANA),
+        context=Tenant(aizk_reader=ANA),
     )
     [block] = evidence_messages(recorder.calls[0])
     assert "Ana: buy twine" in str(block.content)
@@ -146,21 +146,21 @@ def test_the_retriever_runs_with_the_turns_reader_from_the_runtime_context(
     )
     question = {"messages": [("human", "Anything to buy?")]}
     if asynchronous:
-        asyncio.run(tenant_agent.ainvoke(question, context=Tenant(aizk_directory=ANA)))
+        asyncio.run(tenant_agent.ainvoke(question, context=Tenant(aizk_reader=ANA)))
     else:
-        tenant_agent.invoke(question, context=Tenant(aizk_directory=ANA))
-    assert [seen.get("aizk_directory") for seen in retriever.seen] == [ANA]
+        tenant_agent.invoke(question, context=Tenant(aizk_reader=ANA))
+    assert [seen.get("aizk_reader") for seen in retriever.seen] == [ANA]
 
 
 def test_a_runtime_context_naming_something_else_as_the_reader_is_an_error() -> None:
     message = (
-        "the agent's context 'aizk_directory' must be a ScopeDirectory (a request may switch "
+        "the agent's context 'aizk_reader' must be a ScopeDirectory (a request may switch "
         "readers but not switch authorization off), not str"
     )
     with pytest.raises(TypeError) as raised:
         agent(context_schema=Tenant).invoke(
             {"messages": [("human", "Anything to buy?")]},
-            context=Tenant(aizk_directory="ana"),  # type: ignore[arg-type]
+            context=Tenant(aizk_reader="ana"),  # type: ignore[arg-type]
         )
     assert raised.value.args == (message,)  # LangGraph adds a note naming its task
 
@@ -168,10 +168,10 @@ def test_a_runtime_context_naming_something_else_as_the_reader_is_an_error() -> 
 def test_an_async_turn_gets_what_a_sync_turn_gets() -> None:
     sync, async_ = ChatModelCalls(), ChatModelCalls()
     question = {"messages": [("human", "What is up?")]}
-    agent().invoke(question, config={"configurable": {"aizk_directory": SAM}, "callbacks": [sync]})
+    agent().invoke(question, config={"configurable": {"aizk_reader": SAM}, "callbacks": [sync]})
     asyncio.run(
         agent().ainvoke(
-            question, config={"configurable": {"aizk_directory": SAM}, "callbacks": [async_]}
+            question, config={"configurable": {"aizk_reader": SAM}, "callbacks": [async_]}
         )
     )
     assert [m.content for m in sync.calls[0]] == [m.content for m in async_.calls[0]]
@@ -189,7 +189,7 @@ def test_the_packers_counts_are_in_the_agents_trace() -> None:
     runs = Runs()
     agent().invoke(
         {"messages": [("human", "What is up?")]},
-        config={"configurable": {"aizk_directory": SAM}, "callbacks": [runs]},
+        config={"configurable": {"aizk_reader": SAM}, "callbacks": [runs]},
     )
     [counts] = runs.counts
     assert counts["kept"] == 2  # Sam's note, and the public one
@@ -201,7 +201,7 @@ def test_the_middleware_uses_the_compressors_settings() -> None:
     packer = AizkEvidenceCompressor(budget=12, allow_unscoped=True)
     middleware = AizkMemoryMiddleware(notes_retriever(), packer)
     model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
-    config: RunnableConfig = {"configurable": {"aizk_directory": SAM}, "callbacks": [recorder]}
+    config: RunnableConfig = {"configurable": {"aizk_reader": SAM}, "callbacks": [recorder]}
     create_agent(model, tools=[], middleware=[middleware]).invoke(
         {"messages": [HumanMessage("What is up?")]}, config=config
     )
@@ -296,7 +296,7 @@ def test_a_tight_token_limit_shrinks_the_block_to_a_shorter_prefix_within_it() -
 
 @llama_index_agent
 def test_the_block_shares_the_postprocessors_settings() -> None:
-    evidence = AizkEvidencePostprocessor(directory=SAM, budget=12, allow_unscoped=True)
+    evidence = AizkEvidencePostprocessor(reader=SAM, budget=12, allow_unscoped=True)
     block = AizkMemoryBlock(
         retriever=notes_index().as_retriever(similarity_top_k=3), evidence=evidence
     )

@@ -52,7 +52,7 @@ from aizk_integrations import PUBLIC, EvidenceError, Scope, ScopeDirectory
 from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.langchain_agents import AizkMemoryMiddleware
 from aizk_integrations.llama_index import (
-    AizkEvidencePacked,
+    AizkEvidencePackedEvent,
     AizkEvidencePostprocessor,
     AizkMemoryBlock,
     reading_as,
@@ -289,7 +289,7 @@ def observed() -> Iterator[Seen]:
         if run.name not in FRAMEWORK_OWN:
             seen.channels.append(f"{run.inputs!r} {run.outputs!r} {run.error!r} {run.extra!r}")
     for event in events.seen:
-        if isinstance(event, AizkEvidencePacked):
+        if isinstance(event, AizkEvidencePackedEvent):
             seen.counts = event.counts
         if not event.span_id or not event.span_id.startswith(FRAMEWORK_OWN):
             seen.channels.append(repr(event.model_dump()))
@@ -327,7 +327,7 @@ def nodes(records: list[Record]) -> list[NodeWithScore]:
 
 
 def config(reader: ScopeDirectory | None) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": reader}} if reader is not None else {}
+    return {"configurable": {"aizk_reader": reader}} if reader is not None else {}
 
 
 class FixedDocuments(BaseRetriever):
@@ -368,14 +368,14 @@ Call = Callable[[list[Record], ScopeDirectory | None, int, bool], str | tuple[st
 def through_the_compressor(
     records: list[Record], reader: ScopeDirectory | None, budget: int, strict: bool
 ) -> tuple[str, str]:
-    packer = AizkEvidenceCompressor(directory=reader, budget=budget, raise_on_malformed=strict)
+    packer = AizkEvidenceCompressor(reader=reader, budget=budget, raise_on_malformed=strict)
     return text_of(list(packer.compress_documents(documents(records), QUESTION)))
 
 
 def through_the_postprocessor(
     records: list[Record], reader: ScopeDirectory | None, budget: int, strict: bool
 ) -> tuple[str, str]:
-    packer = AizkEvidencePostprocessor(directory=reader, budget=budget, raise_on_malformed=strict)
+    packer = AizkEvidencePostprocessor(reader=reader, budget=budget, raise_on_malformed=strict)
     return text_of(packer.postprocess_nodes(nodes(records), query_str=QUESTION))
 
 
@@ -526,7 +526,7 @@ def test_an_item_whose_scope_id_holds_any_line_break_is_withheld_as_unreadable(
     sam = READERS["sam"]
     for scopes in (f"sam{line_break}org-club", ["sam", f"org{line_break}club"]):
         answer = adapter.run(
-            [("fine", {"scopes": "sam"}), ("broken", {"scopes": scopes})], directory=sam
+            [("fine", {"scopes": "sam"}), ("broken", {"scopes": scopes})], reader=sam
         )
         assert "broken" not in answer.block
         assert (answer.counts["kept"], answer.counts["unreadable"]) == (1, 1)

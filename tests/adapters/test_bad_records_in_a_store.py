@@ -97,7 +97,7 @@ def llama_index_store() -> VectorStoreIndex:
 
 
 def config(reader: ScopeDirectory | None) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": reader}} if reader is not None else {}
+    return {"configurable": {"aizk_reader": reader}} if reader is not None else {}
 
 
 UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -240,7 +240,7 @@ def packer_only(reader: ScopeDirectory | None) -> str:
 
 def compressor_with_its_directory(reader: ScopeDirectory | None) -> str:
     documents, _ = mixed_corpus()
-    packer = aizk_langchain.AizkEvidenceCompressor(directory=reader)
+    packer = aizk_langchain.AizkEvidenceCompressor(reader=reader)
     return "".join(d.page_content for d in packer.compress_documents(documents, QUESTION))
 
 

@@ -77,7 +77,7 @@ def test_a_lone_surrogate_in_a_citation_value_is_shown_replaced_and_kept_as_stor
 ) -> None:
     source = "notes/caf\udce9.txt"  # os.fsdecode(b"notes/caf\xe9.txt"): a Latin-1 file name
     metadata = {**scope_metadata("sam"), "source": source}
-    answer = adapter.run([("note", metadata)], directory=SAM, cite=True, citation_keys=["source"])
+    answer = adapter.run([("note", metadata)], reader=SAM, cite=True, citation_keys=["source"])
     assert "`source: notes/caf\ufffd.txt`" in answer.block
     answer.block.encode("utf-8")  # and so LlamaIndex could make the block node's id from it
     assert answer.recall["evidence"][0]["citation"] == {"source": "notes/caf\ufffd.txt"}
@@ -93,7 +93,7 @@ def test_a_lone_surrogate_in_a_citation_key_is_refused_when_the_adapter_is_built
 
 def test_an_uncited_block_and_its_json_are_as_they_were() -> None:
     documents = [Document("note", metadata={**scope_metadata("sam"), "source": "a.md"})]
-    packer = AizkEvidenceCompressor(directory=SAM, citation_keys=["source"])
+    packer = AizkEvidenceCompressor(reader=SAM, citation_keys=["source"])
     [block] = packer.compress_documents(documents, "")
     assert "Cite as" not in block.page_content
     assert "citation" not in block.metadata["aizk_recall"]["evidence"][0]
@@ -105,7 +105,7 @@ def test_another_readers_document_is_never_cited() -> None:
         Document("Ana's note", id="ana-1", metadata={**scope_metadata("ana"), "source": "ana.md"}),
         Document("Sam's note", id="sam-1", metadata={**scope_metadata("sam"), "source": "sam.md"}),
     ]
-    packer = AizkEvidenceCompressor(directory=SAM, cite=True, citation_keys=["source"])
+    packer = AizkEvidenceCompressor(reader=SAM, cite=True, citation_keys=["source"])
     [block] = packer.compress_documents(documents, "")
     assert "ana" not in block.page_content.lower()
     assert block.metadata["aizk_citations"] == [{"number": 1, "id": "sam-1", "source": "sam.md"}]
@@ -131,7 +131,7 @@ def test_a_langchain_stuff_chain_cites_sources_and_the_app_maps_them_back() -> N
     llm = FakeListLLM(responses=["The plan targets the ablation [1]."])
     chain = create_retrieval_chain(retriever, create_stuff_documents_chain(llm, prompt))
     result = chain.invoke(
-        {"input": "What does the plan target?"}, config={"configurable": {"aizk_directory": SAM}}
+        {"input": "What does the plan target?"}, config={"configurable": {"aizk_reader": SAM}}
     )
     [block] = result["context"]
     cited = {item["number"]: item for item in block.metadata["aizk_citations"]}
@@ -154,7 +154,7 @@ def test_a_llama_index_query_engine_cites_sources_for_a_sources_panel() -> None:
     ]
     index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
     evidence = AizkEvidencePostprocessor(
-        directory=SAM, cite=True, citation_keys=["file_name", "page_label"]
+        reader=SAM, cite=True, citation_keys=["file_name", "page_label"]
     )
     qa = PromptTemplate("Cite the evidence as [n].\n{context_str}\nQuestion: {query_str}\n")
     engine = index.as_query_engine(

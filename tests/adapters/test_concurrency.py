@@ -44,7 +44,7 @@ def test_a_shared_runnable_serves_eight_threads_each_with_its_own_reader() -> No
     docs = documents()
 
     def call(reader: str) -> bool:
-        config = {"configurable": {"aizk_directory": ScopeDirectory.for_caller(reader, {})}}
+        config = {"configurable": {"aizk_reader": ScopeDirectory.for_caller(reader, {})}}
         return only_own(runnable.invoke(docs, config=config), reader)  # type: ignore[arg-type]
 
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -56,7 +56,7 @@ def test_a_shared_runnable_serves_two_hundred_tasks_each_with_its_own_reader() -
     docs = documents()
 
     async def call(reader: str) -> bool:
-        config = {"configurable": {"aizk_directory": ScopeDirectory.for_caller(reader, {})}}
+        config = {"configurable": {"aizk_reader": ScopeDirectory.for_caller(reader, {})}}
         await asyncio.sleep(0)  # let the tasks interleave
         return only_own(await runnable.ainvoke(docs, config=config), reader)  # type: ignore[arg-type]
 
@@ -121,7 +121,7 @@ def test_reading_as_refuses_anything_but_a_directory() -> None:
 
 
 def test_outside_reading_as_the_instances_own_reader_applies() -> None:
-    packer = AizkEvidencePostprocessor(directory=ScopeDirectory.for_caller("reader-001", {}))
+    packer = AizkEvidencePostprocessor(reader=ScopeDirectory.for_caller("reader-001", {}))
     with reading_as(ScopeDirectory.for_caller("reader-002", {})):
         (inside,) = packer.postprocess_nodes(nodes())
     (outside,) = packer.postprocess_nodes(nodes())

@@ -164,15 +164,15 @@ def block_of(step: Runnable[Any, Any]) -> str:
 
 
 def test_a_compressor_with_a_directory_keeps_it_through_dumpd_and_loads() -> None:
-    packer = AizkEvidenceCompressor(directory=SAM)
+    packer = AizkEvidenceCompressor(reader=SAM)
     restored = load(dumps(packer))
-    assert restored.directory == SAM
+    assert restored.reader == SAM
     assert as_sam("".join(d.page_content for d in restored.compress_documents(documents(), "")))
     assert as_sam(block_of(load(dumps(packer.as_runnable()))))
 
 
 def test_a_step_bound_to_a_reader_by_its_config_keeps_it_through_pickle_and_copies() -> None:
-    step = AizkEvidenceCompressor().as_runnable().with_config(configurable={"aizk_directory": SAM})
+    step = AizkEvidenceCompressor().as_runnable().with_config(configurable={"aizk_reader": SAM})
     for copier in COPIES.values():
         assert as_sam(block_of(copier(step)))
 
@@ -180,7 +180,7 @@ def test_a_step_bound_to_a_reader_by_its_config_keeps_it_through_pickle_and_copi
 def test_a_step_bound_to_a_reader_by_its_config_is_refused_by_loads_never_loaded_as_nobody() -> (
     None
 ):
-    step = AizkEvidenceCompressor().as_runnable().with_config(configurable={"aizk_directory": SAM})
+    step = AizkEvidenceCompressor().as_runnable().with_config(configurable={"aizk_reader": SAM})
     saved = dumps(step)
     with pytest.raises(NotImplementedError, match="ScopeDirectory"):
         load(saved)

@@ -38,7 +38,8 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from aizk_integrations import EvidenceError, ScopeDirectory, TokenCounter, scope_metadata
+from aizk_integrations import EvidenceError, ScopeDirectory, scope_metadata
+from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import (
     counter_from_langchain,
     counter_from_llama_index,
@@ -87,7 +88,7 @@ COUNTERS = counters()
 def test_a_copy_and_its_original_both_pack_the_same_with_each_counter(
     adapter: Adapter, counter: TokenCounter, copier: Callable[[Any], Any]
 ) -> None:
-    original = adapter.build(directory=SAM, budget=35, token_counter=counter)
+    original = adapter.build(reader=SAM, budget=35, token_counter=counter)
     expected = adapter.answer(adapter.call(original, adapter.items(ENTRIES)))
     twin = copier(original)
     for packer in (twin, original):
@@ -101,7 +102,7 @@ def test_a_copy_and_its_original_both_pack_the_same_with_each_counter(
 
 
 def test_a_counter_that_cannot_be_pickled_is_an_error_that_says_so(adapter: Adapter) -> None:
-    packer = adapter.build(directory=SAM, budget=35, token_counter=lambda text: 1)
+    packer = adapter.build(reader=SAM, budget=35, token_counter=lambda text: 1)
     with pytest.raises(TypeError, match=r"token_counter \(function\) cannot be pickled; use a"):
         pickle.dumps(packer)
     assert packer.token_counter("x") == 1  # the original is untouched
@@ -118,7 +119,7 @@ def test_every_counter_pickles_and_counts_the_same(counter: TokenCounter) -> Non
 
 def test_a_llama_index_postprocessor_round_trips_through_to_dict_with_its_counter() -> None:
     counter = COUNTERS["llama-index tokenizer"]
-    original = AizkEvidencePostprocessor(directory=SAM, budget=60, token_counter=counter)
+    original = AizkEvidencePostprocessor(reader=SAM, budget=60, token_counter=counter)
     restored = AizkEvidencePostprocessor.from_dict(original.to_dict(), token_counter=counter)
     items = LLAMA().items(ENTRIES)
     assert restored.postprocess_nodes(items) == original.postprocess_nodes(items)
@@ -160,7 +161,7 @@ def test_retriever_and_runnable_make_a_tool_that_carries_the_reader() -> None:
     tool = (club_retriever() | AizkEvidenceCompressor().as_runnable()).as_tool(
         name="recall", description="Recall evidence."
     )
-    block = tool.invoke("sidecar", config={"configurable": {"aizk_directory": SAM}})
+    block = tool.invoke("sidecar", config={"configurable": {"aizk_reader": SAM}})
     assert "Sam's note" in block
     assert "Ana's note" not in block
 
@@ -206,7 +207,7 @@ def test_a_question_handed_to_the_packer_says_it_takes_documents_and_shows_the_r
     )
     # What the message shows works: the retriever in front, the question to the chain.
     chain = club_retriever() | AizkEvidenceCompressor().as_runnable()
-    block = chain.invoke("What is on this week?", config={"configurable": {"aizk_directory": SAM}})
+    block = chain.invoke("What is on this week?", config={"configurable": {"aizk_reader": SAM}})
     assert "Sam's note" in block
 
 
@@ -285,7 +286,7 @@ class RunRecorder(BaseCallbackHandler):
 def test_a_compressor_inside_contextual_compression_leaves_a_run_with_its_counts() -> None:
     recorder = RunRecorder()
     wrapped = ContextualCompressionRetriever(
-        base_compressor=AizkEvidenceCompressor(directory=SAM), base_retriever=club_retriever()
+        base_compressor=AizkEvidenceCompressor(reader=SAM), base_retriever=club_retriever()
     )
     wrapped.invoke("sidecar", config={"callbacks": [recorder]})
     assert recorder.inputs == [{"documents": 2}]
@@ -306,7 +307,7 @@ def test_a_compressor_inside_contextual_compression_leaves_a_run_with_its_counts
 def test_counts_reach_the_trace_even_when_nothing_is_kept() -> None:
     recorder = RunRecorder()
     stranger = ScopeDirectory.for_caller("kenji", {})
-    chain = club_retriever() | AizkEvidenceCompressor(directory=stranger).as_runnable()
+    chain = club_retriever() | AizkEvidenceCompressor(reader=stranger).as_runnable()
     assert chain.invoke("sidecar", config={"callbacks": [recorder]}) == ""
     [counts] = recorder.packer_counts()
     assert counts["kept"] == 0
@@ -316,7 +317,7 @@ def test_counts_reach_the_trace_even_when_nothing_is_kept() -> None:
 def test_our_retriever_leaves_the_packers_run_in_the_trace_too() -> None:
     recorder = RunRecorder()
     AizkEvidenceRetriever(base_retriever=club_retriever()).invoke(
-        "x", config={"callbacks": [recorder], "configurable": {"aizk_directory": SAM}}
+        "x", config={"callbacks": [recorder], "configurable": {"aizk_reader": SAM}}
     )
     [counts] = recorder.packer_counts()
     assert counts["kept"] == 1
@@ -326,7 +327,7 @@ def test_a_bare_compressor_call_is_traced_when_langchain_traces_around_it() -> N
     # What LangSmith's environment switch and `tracing_v2_enabled` do, without the network:
     # LangChain's own run collector, switched on around the call rather than passed to it.
     with collect_runs() as collector:
-        AizkEvidenceCompressor(directory=SAM).compress_documents(
+        AizkEvidenceCompressor(reader=SAM).compress_documents(
             club_retriever().invoke("sidecar"), "sidecar"
         )
     runs = [run for run in collector.traced_runs if run.name == "AizkEvidenceCompressor"]
@@ -353,7 +354,7 @@ def run_tree(run: Any) -> tuple[str, list[Any]]:
 
 def test_the_packers_run_nests_under_the_step_that_ran_it() -> None:
     with collect_runs() as collector:
-        (club_retriever() | AizkEvidenceCompressor(directory=SAM).as_runnable()).invoke("x")
+        (club_retriever() | AizkEvidenceCompressor(reader=SAM).as_runnable()).invoke("x")
     [root] = [run_tree(run) for run in collector.traced_runs]
     assert root == (
         "RunnableSequence",
@@ -367,7 +368,7 @@ def test_the_packers_run_nests_under_the_step_that_ran_it() -> None:
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
 def test_our_retrievers_run_holds_the_base_retrievers_and_the_packers(asynchronous: bool) -> None:
     retriever = AizkEvidenceRetriever(base_retriever=club_retriever())
-    config: RunnableConfig = {"configurable": {"aizk_directory": SAM}}
+    config: RunnableConfig = {"configurable": {"aizk_reader": SAM}}
 
     async def ask() -> list[Document]:
         return await retriever.ainvoke("sidecar", config)
@@ -388,25 +389,25 @@ def test_our_retriever_hands_the_base_retriever_the_requests_settings(asynchrono
     note = Document("Sam's note: the sidecar is back.", metadata={"scopes": ["sam"]})
     base = SettingsRecorder(documents=[note])
     retriever = AizkEvidenceRetriever(base_retriever=base)
-    config: RunnableConfig = {"configurable": {"aizk_directory": SAM, "k": 3}}
+    config: RunnableConfig = {"configurable": {"aizk_reader": SAM, "k": 3}}
     if asynchronous:
         found = asyncio.run(retriever.ainvoke("sidecar", config))
     else:
         found = retriever.invoke("sidecar", config)
     assert "Sam" in found[0].page_content
-    assert base.seen == [{"aizk_directory": SAM, "k": 3}]
+    assert base.seen == [{"aizk_reader": SAM, "k": 3}]
 
 
 def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> None:
     with packed_events() as recorder:
         nodes = LLAMA().items(ENTRIES)
         assert (
-            AizkEvidencePostprocessor(
-                directory=ScopeDirectory.for_caller("k", {})
-            ).postprocess_nodes(nodes)
+            AizkEvidencePostprocessor(reader=ScopeDirectory.for_caller("k", {})).postprocess_nodes(
+                nodes
+            )
             == []
         )
-        AizkEvidencePostprocessor(directory=SAM).postprocess_nodes(nodes)
+        AizkEvidencePostprocessor(reader=SAM).postprocess_nodes(nodes)
     assert [event.counts["kept"] for event in recorder.events] == [0, 3]
     assert recorder.events[0].counts["withheld"] == 3
     assert recorder.events[0].span_id  # sent inside the postprocessor's span
@@ -466,7 +467,7 @@ def test_when_the_budget_is_why_nothing_was_kept_the_warning_says_so(
     adapter: Adapter, caplog: pytest.LogCaptureFixture, entries: list[Entry]
 ) -> None:
     caplog.set_level(logging.WARNING, logger=adapter.logger)
-    assert adapter.run(entries, directory=SAM, budget=5).items == []
+    assert adapter.run(entries, reader=SAM, budget=5).items == []
     [record] = adapter.logged(caplog)
     message = record.getMessage()
     assert "the first item the reader may see needs 101 tokens, over the budget of 5" in message
@@ -500,7 +501,7 @@ def test_a_call_that_keeps_something_warns_only_about_a_missing_reader(
     adapter: Adapter, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger=adapter.logger)
-    adapter.run([("mine", {"scopes": "sam"}), ("Ana's", {"scopes": "ana"})], directory=SAM)
+    adapter.run([("mine", {"scopes": "sam"}), ("Ana's", {"scopes": "ana"})], reader=SAM)
     assert not adapter.logged(caplog)
 
 
@@ -513,7 +514,7 @@ def test_the_cut_table_lists_withheld_items_as_such_without_their_text(
         ("mine", {"scopes": "sam"}),
         ("loader text", {}),
     ]
-    adapter.run(entries, directory=SAM)
+    adapter.run(entries, reader=SAM)
     [table] = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     rows = table.splitlines()[3:]
     assert rows[0].endswith("withheld: names a scope the reader may not see")
@@ -555,14 +556,12 @@ def test_other_readers_documents_from_a_plain_retriever_are_named_once_with_the_
     store.add_documents([Document(text, metadata=metadata) for text, metadata in NOTES])
     chain = store.as_retriever() | AizkEvidenceCompressor().as_runnable()
     for question in ("What is new?", "What else?", "Anything?"):
-        assert "Ana's" not in chain.invoke(
-            question, config={"configurable": {"aizk_directory": SAM}}
-        )
+        assert "Ana's" not in chain.invoke(question, config={"configurable": {"aizk_reader": SAM}})
     assert warnings_of(caplog, "aizk_integrations.langchain") == [LANGCHAIN_ADVICE]
 
     caplog.clear()  # the fix: nothing of Ana's is retrieved, so there is nothing to say
     scoped = LangChainScopedRetriever(vectorstore=store) | AizkEvidenceCompressor().as_runnable()
-    assert "Sam's note" in scoped.invoke("What?", config={"configurable": {"aizk_directory": SAM}})
+    assert "Sam's note" in scoped.invoke("What?", config={"configurable": {"aizk_reader": SAM}})
     assert warnings_of(caplog, "aizk_integrations.langchain") == []
 
 
@@ -602,7 +601,7 @@ def test_the_human_turn_receives_the_block_whole_in_each_template_format(
         template_format=template_format,
     )
     note = Document("Bring snacks & <the> copies; \"quoted\" 'too'.", metadata={"scopes": ["sam"]})
-    chain = (lambda _: [note]) | AizkEvidenceCompressor(directory=SAM).as_runnable()
+    chain = (lambda _: [note]) | AizkEvidenceCompressor(reader=SAM).as_runnable()
     block = chain.invoke("q")
     [_, human] = prompt.invoke({"context": block, "question": "What?"}).to_messages()
     assert human.content == f"{block}\n\nWhat?"
@@ -614,7 +613,7 @@ def test_double_braces_in_a_mustache_template_escape_the_block() -> None:
         [("human", "{{context}}")], template_format="mustache"
     )
     block = (
-        AizkEvidenceCompressor(directory=SAM)
+        AizkEvidenceCompressor(reader=SAM)
         .as_runnable()
         .invoke([Document("Bring snacks & copies.", metadata={"scopes": ["sam"]})])
     )
@@ -631,7 +630,7 @@ def test_kept_documents_keep_their_id_and_the_allowed_citation_keys_only() -> No
         Document(text, id=f"doc-{n}", metadata=dict(meta)) for n, (text, meta) in enumerate(ENTRIES)
     ]
     packer = AizkEvidenceCompressor(
-        directory=SAM, return_documents=True, citation_keys=["source", "page"]
+        reader=SAM, return_documents=True, citation_keys=["source", "page"]
     )
     kept = packer.compress_documents(documents, "q")
     assert [document.id for document in kept] == ["doc-0", "doc-1", "doc-2"]
@@ -643,7 +642,7 @@ def test_kept_documents_keep_their_id_and_the_allowed_citation_keys_only() -> No
 
 def test_citation_keys_never_reach_the_block() -> None:
     documents = [Document(text, metadata=dict(meta)) for text, meta in ENTRIES]
-    [block] = AizkEvidenceCompressor(directory=SAM, citation_keys=["source"]).compress_documents(
+    [block] = AizkEvidenceCompressor(reader=SAM, citation_keys=["source"]).compress_documents(
         documents, "q"
     )
     assert "a.md" not in block.page_content
@@ -669,7 +668,7 @@ def test_kept_nodes_keep_citations_and_relationships_out_of_the_prompt() -> None
         },
     )
     packer = AizkEvidencePostprocessor(
-        directory=SAM, return_nodes=True, citation_keys=("file_name", "page_label")
+        reader=SAM, return_nodes=True, citation_keys=("file_name", "page_label")
     )
     [kept] = packer.postprocess_nodes([NodeWithScore(node=node, score=0.5)])
     assert kept.node.node_id == "n-1"
@@ -742,9 +741,9 @@ def test_reading_as_left_in_another_context_is_refused_naming_the_handles() -> N
 def test_a_reader_sent_as_data_is_refused_saying_the_reader_is_the_servers_to_choose() -> None:
     step = AizkEvidenceCompressor().as_runnable()
     with pytest.raises(TypeError) as raised:
-        step.invoke([], config={"configurable": {"aizk_directory": {"sam": "private"}}})
+        step.invoke([], config={"configurable": {"aizk_reader": {"sam": "private"}}})
     assert str(raised.value) == (
-        "configurable 'aizk_directory' must be a ScopeDirectory (a call may switch readers but "
+        "configurable 'aizk_reader' must be a ScopeDirectory (a call may switch readers but "
         "not switch authorization off), not dict; a reader is the server's to choose: set it "
         "where the server authenticates the request, never from what a client sends"
     )

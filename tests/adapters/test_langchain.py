@@ -45,7 +45,7 @@ from aizk_integrations.langchain import AizkEvidenceCompressor
 
 def test_the_config_and_metadata_keys_are_the_documented_ones() -> None:
     assert adapter.BUDGET_CONFIG_KEY == "aizk_budget"
-    assert adapter.DIRECTORY_CONFIG_KEY == "aizk_directory"
+    assert adapter.READER_CONFIG_KEY == "aizk_reader"
     assert adapter.ROOM_CONFIG_KEY == "aizk_room"
     assert adapter.RECALL_METADATA_KEY == "aizk_recall"
     assert adapter.COUNTS_METADATA_KEY == "aizk_counts"
@@ -56,7 +56,7 @@ def test_the_compressor_is_a_langchain_document_compressor_with_the_designs_defa
     assert isinstance(packer, BaseDocumentCompressor)
     assert packer.budget == 2048
     assert packer.max_budget == 16384
-    assert packer.directory is None
+    assert packer.reader is None
     assert packer.allow_unscoped is False
     assert packer.return_documents is False
     assert (packer.lane_key, packer.scopes_key) == ("lane", "scopes")
@@ -139,7 +139,7 @@ def rag_chain(packer: AizkEvidenceCompressor, llm: FakeListLLM) -> Runnable[str,
 
 
 def test_the_prompt_carries_the_block_and_none_of_the_withheld_text() -> None:
-    packer = AizkEvidenceCompressor(directory=reader("sam"))
+    packer = AizkEvidenceCompressor(reader=reader("sam"))
     recorder = PromptRecorder()
 
     answer = rag_chain(packer, FakeListLLM(responses=[ANSWER])).invoke(
@@ -158,24 +158,24 @@ def test_the_prompt_carries_the_block_and_none_of_the_withheld_text() -> None:
 
 
 def test_a_call_switches_reader_through_the_config_without_rebuilding_the_chain() -> None:
-    packer = AizkEvidenceCompressor(directory=reader("sam"))
+    packer = AizkEvidenceCompressor(reader=reader("sam"))
     recorder = PromptRecorder()
     chain = rag_chain(packer, FakeListLLM(responses=[ANSWER]))
 
     chain.invoke(
         QUESTION,
-        config={"callbacks": [recorder], "configurable": {"aizk_directory": reader("ana")}},
+        config={"callbacks": [recorder], "configurable": {"aizk_reader": reader("ana")}},
     )
 
     [prompt] = recorder.prompts
     assert ANA_NOTE in prompt
     assert CLUB_NOTE in prompt
     assert SAM_NOTE not in prompt
-    assert packer.directory == reader("sam")
+    assert packer.reader == reader("sam")
 
 
 def test_a_call_changes_the_budget_through_the_config() -> None:
-    runnable = AizkEvidenceCompressor(directory=reader("sam")).as_runnable()
+    runnable = AizkEvidenceCompressor(reader=reader("sam")).as_runnable()
     documents = [
         Document(page_content=SAM_NOTE, metadata={"scopes": ["sam"]}),
         Document(page_content=CLUB_NOTE, metadata={"scopes": ["org-book-club"]}),
@@ -194,11 +194,11 @@ def test_a_call_changes_the_budget_through_the_config() -> None:
         ({"aizk_budget": 16385}, ValueError, "max_budget (16384), got 16385"),
         ({"aizk_budget": "512"}, TypeError, "'aizk_budget': budget must be an int >= 0, not str"),
         ({"aizk_budget": True}, TypeError, "'aizk_budget': budget must be an int >= 0, not bool"),
-        ({"aizk_directory": None}, TypeError, "'aizk_directory' must be a ScopeDirectory"),
+        ({"aizk_reader": None}, TypeError, "'aizk_reader' must be a ScopeDirectory"),
         (
-            {"aizk_directory": {"sam": "private"}},
+            {"aizk_reader": {"sam": "private"}},
             TypeError,
-            "configurable 'aizk_directory' must be a ScopeDirectory (a call may switch readers "
+            "configurable 'aizk_reader' must be a ScopeDirectory (a call may switch readers "
             "but not switch authorization off), not dict",
         ),
     ],
@@ -206,7 +206,7 @@ def test_a_call_changes_the_budget_through_the_config() -> None:
 def test_a_bad_per_call_setting_is_an_error_naming_the_key_and_what_is_allowed(
     configurable: dict[str, Any], error: type[Exception], message: str
 ) -> None:
-    runnable = AizkEvidenceCompressor(directory=reader("sam")).as_runnable()
+    runnable = AizkEvidenceCompressor(reader=reader("sam")).as_runnable()
     with pytest.raises(error, match=re.escape(message)):
         runnable.invoke(household(), config={"configurable": configurable})
 
@@ -214,13 +214,13 @@ def test_a_bad_per_call_setting_is_an_error_naming_the_key_and_what_is_allowed(
 def test_a_per_call_reader_is_the_reader_of_an_instance_without_one() -> None:
     runnable = AizkEvidenceCompressor().as_runnable()
     assert runnable.invoke(household()) == ""  # no reader: only public evidence, and none is
-    block = runnable.invoke(household(), config={"configurable": {"aizk_directory": reader("sam")}})
+    block = runnable.invoke(household(), config={"configurable": {"aizk_reader": reader("sam")}})
     assert ANA_NOTE not in block
     assert SAM_NOTE in block
 
 
 def test_nothing_kept_gives_the_empty_string_for_the_prompt() -> None:
-    runnable = AizkEvidenceCompressor(directory=reader("kenji")).as_runnable()
+    runnable = AizkEvidenceCompressor(reader=reader("kenji")).as_runnable()
     assert runnable.invoke([]) == ""
     assert runnable.invoke([household()[0], household()[1]]) == ""
 
@@ -228,8 +228,8 @@ def test_nothing_kept_gives_the_empty_string_for_the_prompt() -> None:
 def test_ainvoke_and_batch_give_what_invoke_gives() -> None:
     runnable = AizkEvidenceCompressor().as_runnable()
     configs: list[Any] = [
-        {"configurable": {"aizk_directory": reader("sam")}},
-        {"configurable": {"aizk_directory": reader("ana"), "aizk_budget": 20}},
+        {"configurable": {"aizk_reader": reader("sam")}},
+        {"configurable": {"aizk_reader": reader("ana"), "aizk_budget": 20}},
     ]
     expected = [runnable.invoke(household(), config=config) for config in configs]
     assert runnable.batch([household(), household()], config=configs) == expected
@@ -250,7 +250,7 @@ def test_two_hundred_concurrent_calls_each_see_only_their_own_readers_evidence()
             *(
                 chain.ainvoke(
                     QUESTION,
-                    config={"configurable": {"aizk_directory": ScopeDirectory.for_caller(c, {})}},
+                    config={"configurable": {"aizk_reader": ScopeDirectory.for_caller(c, {})}},
                 )
                 for c in readers
             )
@@ -303,7 +303,7 @@ def club_retriever() -> BaseRetriever:
 
 def test_contextual_compression_retrieval_returns_the_compressors_block_for_the_retrieval() -> None:
     base = club_retriever()
-    packer = AizkEvidenceCompressor(directory=sam_directory())
+    packer = AizkEvidenceCompressor(reader=sam_directory())
     compressed = ContextualCompressionRetriever(base_compressor=packer, base_retriever=base)
 
     [block] = compressed.invoke(CLUB_QUESTION)
@@ -316,7 +316,7 @@ def test_contextual_compression_retrieval_returns_the_compressors_block_for_the_
 
 
 def test_async_contextual_compression_retrieval_matches_the_sync_one() -> None:
-    packer = AizkEvidenceCompressor(directory=sam_directory(), budget=30)
+    packer = AizkEvidenceCompressor(reader=sam_directory(), budget=30)
     compressed = ContextualCompressionRetriever(
         base_compressor=packer, base_retriever=club_retriever()
     )
@@ -324,7 +324,7 @@ def test_async_contextual_compression_retrieval_matches_the_sync_one() -> None:
 
 
 def test_contextual_compression_can_return_the_kept_documents_for_citations() -> None:
-    packer = AizkEvidenceCompressor(directory=sam_directory(), return_documents=True)
+    packer = AizkEvidenceCompressor(reader=sam_directory(), return_documents=True)
     compressed = ContextualCompressionRetriever(
         base_compressor=packer, base_retriever=club_retriever()
     )
@@ -347,7 +347,7 @@ def test_in_a_pipeline_the_packer_packs_only_what_the_filter_before_it_kept() ->
     verdicts = ["NO" if document.page_content.startswith("Draft") else "YES" for document in ranked]
     relevance = LLMChainFilter.from_llm(FakeListLLM(responses=verdicts))
     pipeline = DocumentCompressorPipeline(
-        transformers=[relevance, AizkEvidenceCompressor(directory=sam_directory())]
+        transformers=[relevance, AizkEvidenceCompressor(reader=sam_directory())]
     )
     compressed = ContextualCompressionRetriever(base_compressor=pipeline, base_retriever=base)
 
@@ -368,7 +368,7 @@ def a_filter_that_drops_the_block() -> EmbeddingsFilter:
 
 
 def test_a_filter_after_the_packer_is_refused_by_the_check_and_would_drop_the_block() -> None:
-    packer = AizkEvidenceCompressor(directory=sam_directory())
+    packer = AizkEvidenceCompressor(reader=sam_directory())
     pipeline = DocumentCompressorPipeline(transformers=[packer, a_filter_that_drops_the_block()])
     compressed = ContextualCompressionRetriever(
         base_compressor=pipeline, base_retriever=club_retriever()
@@ -398,7 +398,7 @@ def test_a_filter_after_the_packer_is_refused_by_the_check_and_would_drop_the_bl
 
 def test_a_filter_around_a_packing_retriever_counts_as_after_the_packer() -> None:
     packing = ContextualCompressionRetriever(
-        base_compressor=AizkEvidenceCompressor(directory=sam_directory()),
+        base_compressor=AizkEvidenceCompressor(reader=sam_directory()),
         base_retriever=club_retriever(),
     )
     filtered = ContextualCompressionRetriever(
@@ -415,7 +415,7 @@ def test_a_retriever_that_fuses_or_merges_a_packing_retrievers_output_is_after_t
     )
     plain = club_retriever()
     fused = EnsembleRetriever(retrievers=[packing, plain], weights=[0.5, 0.5])
-    reader = RunnableConfig(configurable={"aizk_directory": sam_directory()})
+    reader = RunnableConfig(configurable={"aizk_reader": sam_directory()})
     # What the check is for: the fused list holds the block and, beside it, documents the packer
     # never read, Ana's secret among them.
     assert ANA_SECRET in [document.page_content for document in fused.invoke(CLUB_QUESTION, reader)]
@@ -443,7 +443,7 @@ def test_a_retriever_that_fuses_or_merges_a_packing_retrievers_output_is_after_t
     ["compressor", "last in a pipeline", "no packer"],
 )
 def test_the_check_passes_a_retrieval_whose_packer_is_last_or_absent(placed: str) -> None:
-    packer = AizkEvidenceCompressor(directory=sam_directory())
+    packer = AizkEvidenceCompressor(reader=sam_directory())
     compressor: BaseDocumentCompressor = {
         "compressor": packer,
         "last in a pipeline": DocumentCompressorPipeline(
@@ -503,7 +503,7 @@ def test_filters_before_the_evidence_retrievers_packer_keep_the_block_for_the_re
     retriever = adapter.AizkEvidenceRetriever(base_retriever=filtering)
 
     [block] = retriever.invoke(
-        CLUB_QUESTION, config={"configurable": {"aizk_directory": sam_directory()}}
+        CLUB_QUESTION, config={"configurable": {"aizk_reader": sam_directory()}}
     )
 
     assert SAM_LINES[2] not in block.page_content
@@ -518,7 +518,7 @@ def ranked_lines() -> list[str]:
 def test_a_retrieval_that_finds_nothing_gives_no_documents() -> None:
     store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=32))
     compressed = ContextualCompressionRetriever(
-        base_compressor=AizkEvidenceCompressor(directory=sam_directory()),
+        base_compressor=AizkEvidenceCompressor(reader=sam_directory()),
         base_retriever=store.as_retriever(),
     )
     assert compressed.invoke(CLUB_QUESTION) == []
@@ -527,7 +527,7 @@ def test_a_retrieval_that_finds_nothing_gives_no_documents() -> None:
 def test_a_retrieval_the_reader_may_see_none_of_gives_no_documents() -> None:
     kenji = ScopeDirectory.for_caller("kenji", {})
     compressed = ContextualCompressionRetriever(
-        base_compressor=AizkEvidenceCompressor(directory=kenji), base_retriever=club_retriever()
+        base_compressor=AizkEvidenceCompressor(reader=kenji), base_retriever=club_retriever()
     )
     assert compressed.invoke(CLUB_QUESTION) == []
 
@@ -544,7 +544,7 @@ def test_a_chain_holding_the_packer_survives_dumps_and_loads() -> None:
 
     club = {"org-club": Scope(name="book-club", description="Neighborhood book club")}
     packer = AizkEvidenceCompressor(
-        budget=300, directory=ScopeDirectory.for_caller("sam", club), citation_keys=["source"]
+        budget=300, reader=ScopeDirectory.for_caller("sam", club), citation_keys=["source"]
     )
     chain = packer.as_runnable() | StrOutputParser()
     documents = [
@@ -575,7 +575,7 @@ def test_a_packer_with_a_live_function_is_refused_by_dumps_saying_what_to_do() -
 def test_the_block_document_shows_as_markdown_and_serializes_as_a_plain_document() -> None:
     from langchain_core.load import dumpd
 
-    packer = AizkEvidenceCompressor(directory=ScopeDirectory.for_caller("sam", {}))
+    packer = AizkEvidenceCompressor(reader=ScopeDirectory.for_caller("sam", {}))
     [block] = packer.compress_documents([Document("Sam's note.", metadata={"scopes": ["sam"]})], "")
     assert isinstance(block, Document)
     assert block._repr_markdown_() == block.page_content  # type: ignore[attr-defined]

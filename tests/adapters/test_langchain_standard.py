@@ -33,7 +33,7 @@ def packed_retriever(k: int = 4) -> AizkEvidenceRetriever:
     )
     return AizkEvidenceRetriever(
         base_retriever=store.as_retriever(search_kwargs={"k": k}),
-        compressor=AizkEvidenceCompressor(directory=SAM, return_documents=True),
+        compressor=AizkEvidenceCompressor(reader=SAM, return_documents=True),
     )
 
 

@@ -45,7 +45,7 @@ class WordEmbeddings(Embeddings):
 def reader_from_identity(config: dict[str, Any], request: Any) -> dict[str, Any]:
     """The app's auth, in miniature: the reader is the request's user, never what it sent."""
     configurable = dict(config.get("configurable") or {})
-    configurable["aizk_directory"] = directory_of(request.headers["x-user"])
+    configurable["aizk_reader"] = directory_of(request.headers["x-user"])
     return {**config, "configurable": configurable}
 
 
@@ -115,9 +115,7 @@ def test_a_reader_a_client_sends_cannot_choose_the_reader(server: str) -> None:
     sneaky = {
         "input": "garden budget",
         "config": {
-            "configurable": {
-                "aizk_directory": json.loads(directory_of("user-01").model_dump_json())
-            }
+            "configurable": {"aizk_reader": json.loads(directory_of("user-01").model_dump_json())}
         },
     }
     with httpx.Client(timeout=30) as client:

@@ -73,13 +73,13 @@ def sized(count: int, chars: int = 40, scopes: object = "sam") -> list[Entry]:
 def test_the_seed_example_packs_into_the_golden_block_without_what_sam_may_not_see(
     adapter: Adapter,
 ) -> None:
-    assert adapter.run(seed_entries(), directory=READER).block == GOLDEN
+    assert adapter.run(seed_entries(), reader=READER).block == GOLDEN
 
 
 def test_the_public_json_and_counts_travel_with_the_block_and_nothing_internal(
     adapter: Adapter,
 ) -> None:
-    answer = adapter.run(seed_entries(), directory=READER, budget=100)
+    answer = adapter.run(seed_entries(), reader=READER, budget=100)
     assert answer.recall == {
         "evidence": [
             {
@@ -161,14 +161,14 @@ def test_custom_metadata_key_names_are_read_instead_of_the_defaults(adapter: Ada
         "artifact_id_key": "doc_uuid",
         "artifact_content_id_key": "rev_uuid",
     }
-    [evidence] = adapter.run([entry], directory=READER, **keys).recall["evidence"]
+    [evidence] = adapter.run([entry], reader=READER, **keys).recall["evidence"]
     assert evidence["provenance"] == "session"
     assert evidence["scopes"] == ["private"]
     assert evidence["resource_uri"] == f"aizk://artifacts/{ARTIFACT}/contents/{CONTENT}"
     with pytest.raises(EvidenceError, match=rf"^{adapter.item_label}: metadata 'kind'"):
         adapter.run(
             [("ok", {"acl": "sam"}), ("bad", {"kind": "x", "acl": "sam"})],
-            directory=READER,
+            reader=READER,
             raise_on_malformed=True,
             **keys,
         )
@@ -220,7 +220,7 @@ def test_no_kept_item_carries_a_scope_outside_the_readers_directory(
     budget: int,
     allow_unscoped: bool,
 ) -> None:
-    answer = adapter.run(entries, directory=reader, budget=budget, allow_unscoped=allow_unscoped)
+    answer = adapter.run(entries, reader=reader, budget=budget, allow_unscoped=allow_unscoped)
     if not answer.items:
         return
     reader_names = {scope.name for scope in reader.scopes.values()}
@@ -243,7 +243,7 @@ def test_withheld_items_cost_no_budget(
     budget: int,
     allow_unscoped: bool,
 ) -> None:
-    kept = adapter.kept(entries, directory=reader, budget=budget, allow_unscoped=allow_unscoped)
+    kept = adapter.kept(entries, reader=reader, budget=budget, allow_unscoped=allow_unscoped)
     # The same walk over only the visible items, as if the withheld ones never existed.
     expected, spent = [], 0
     for text, _ in [e for e in entries if permitted(scopes_of(e), reader, allow_unscoped)]:
@@ -260,10 +260,10 @@ def test_withheld_items_cost_no_budget(
 def test_unscoped_items_appear_only_when_allowed(
     adapter: Adapter, entries: list[Entry], reader: ScopeDirectory, budget: int
 ) -> None:
-    strict = adapter.kept(entries, directory=reader, budget=budget)
+    strict = adapter.kept(entries, reader=reader, budget=budget)
     unscoped = {text for text, metadata in entries if not scopes_of((text, metadata))}
     assert not unscoped & set(strict.texts)
-    relaxed = adapter.kept(entries, directory=reader, budget=10_000, allow_unscoped=True)
+    relaxed = adapter.kept(entries, reader=reader, budget=10_000, allow_unscoped=True)
     assert unscoped <= set(relaxed.texts)
 
 
@@ -303,7 +303,7 @@ def test_showing_scoped_items_to_no_particular_reader_is_an_explicit_opt_in(
 
 def test_a_document_in_two_scopes_needs_a_reader_of_both(adapter: Adapter) -> None:
     book_club_only = ScopeDirectory(scopes={"org-book-club": Scope(name="book-club")})
-    assert adapter.run(seed_entries()[:1], directory=book_club_only).items == []
+    assert adapter.run(seed_entries()[:1], reader=book_club_only).items == []
 
 
 def test_withheld_items_cost_nothing_and_are_counted(adapter: Adapter) -> None:
@@ -313,7 +313,7 @@ def test_withheld_items_cost_nothing_and_are_counted(adapter: Adapter) -> None:
         ("x" * 40, {}),
         ("x" * 40, {"scopes": ["sam", "org-book-club"]}),
     ]
-    answer = adapter.run(entries, directory=READER, budget=22)
+    answer = adapter.run(entries, reader=READER, budget=22)
     assert answer.counts == {
         "kept": 2,
         "cut_by_budget": 0,
@@ -327,8 +327,8 @@ def test_withheld_items_cost_nothing_and_are_counted(adapter: Adapter) -> None:
 
 
 def test_unscoped_items_are_shown_to_a_reader_only_when_allowed(adapter: Adapter) -> None:
-    strict = adapter.run(seed_entries(), directory=READER)
-    lenient = adapter.run(seed_entries(), directory=READER, allow_unscoped=True)
+    strict = adapter.run(seed_entries(), reader=READER)
+    lenient = adapter.run(seed_entries(), reader=READER, allow_unscoped=True)
     assert UNSCOPED not in strict.block
     assert UNSCOPED in lenient.block
     assert ANA_SECRET not in lenient.block
@@ -380,8 +380,8 @@ def test_empty_input_and_everything_withheld_give_nothing_not_an_empty_scaffold(
 ) -> None:
     assert adapter.run([]).items == []
     ana_only = [seed_entries()[1], seed_entries()[3]]
-    assert adapter.run(ana_only, directory=READER).items == []
-    assert adapter.kept(ana_only, directory=READER).items == []
+    assert adapter.run(ana_only, reader=READER).items == []
+    assert adapter.kept(ana_only, reader=READER).items == []
 
 
 # Budgets and the prefix cut
@@ -400,10 +400,10 @@ def test_budget_edges_keep_the_longest_prefix_that_fits(
     adapter: Adapter, budget: int, kept: int
 ) -> None:
     entries = sized(3)  # 10 tokens + 1 newline each: 11, 22, 33
-    assert adapter.kept(entries, directory=READER, budget=budget).texts == [
+    assert adapter.kept(entries, reader=READER, budget=budget).texts == [
         text for text, _ in entries[:kept]
     ]
-    block = adapter.run(entries, directory=READER, budget=budget)
+    block = adapter.run(entries, reader=READER, budget=budget)
     assert [item["text"] for item in (block.recall["evidence"] if kept else [])] == [
         text for text, _ in entries[:kept]
     ]
@@ -413,7 +413,7 @@ def test_budget_edges_keep_the_longest_prefix_that_fits(
 
 def test_an_item_after_the_cut_is_dropped_even_when_it_would_fit(adapter: Adapter) -> None:
     entries = [*sized(2), ("tiny", {"scopes": "sam"})]
-    answer = adapter.run(entries, directory=READER, budget=20)
+    answer = adapter.run(entries, reader=READER, budget=20)
     assert "tiny" not in answer.block
     assert answer.counts == {
         "kept": 1,
@@ -484,8 +484,8 @@ def test_kept_items_and_counts_match_an_independent_prefix_oracle(
             break
         expected.append(text)
 
-    assert adapter.kept(entries, directory=READER, budget=budget).texts == expected
-    answer = adapter.run(entries, directory=READER, budget=budget)
+    assert adapter.kept(entries, reader=READER, budget=budget).texts == expected
+    answer = adapter.run(entries, reader=READER, budget=budget)
     if not expected:
         assert answer.items == []
         return
@@ -529,7 +529,7 @@ class CountingItems(Sequence[Any]):
 def test_a_long_retrieval_is_read_only_one_item_past_the_cut(adapter: Adapter) -> None:
     # The items after the cut are malformed: they are never read, so they raise nothing.
     items = CountingItems(adapter, 100_000, tail=("x", {"lane": "not-a-lane"}))
-    answer = adapter.answer(adapter.call(adapter.build(directory=READER, budget=33), items))  # type: ignore[arg-type]
+    answer = adapter.answer(adapter.call(adapter.build(reader=READER, budget=33), items))  # type: ignore[arg-type]
     assert items.read == 4
     assert answer.counts["kept"] == 3
     assert answer.counts["cut_by_budget"] == 99_997
@@ -570,7 +570,7 @@ def test_a_ten_megabyte_text_a_counter_says_fits_is_packed_whole(adapter: Adapte
 def test_returned_items_are_new_and_carry_only_their_public_fields(adapter: Adapter) -> None:
     items = adapter.items(seed_entries())
     before = copy.deepcopy(items)
-    kept = adapter.run_items(items, directory=READER, **{adapter.returned_items_setting: True})
+    kept = adapter.run_items(items, reader=READER, **{adapter.returned_items_setting: True})
     assert kept.texts == [PLAN, PREFERENCE, SIDECAR]
     assert kept.metadata == [
         {
@@ -592,14 +592,14 @@ def test_returned_items_are_new_and_carry_only_their_public_fields(adapter: Adap
 def test_returned_items_fed_back_in_are_not_mistaken_for_scoped_evidence(
     adapter: Adapter,
 ) -> None:
-    kept = adapter.kept(seed_entries(), directory=READER)
-    again = adapter.run_items(list(kept.items), directory=READER)
+    kept = adapter.kept(seed_entries(), reader=READER)
+    again = adapter.run_items(list(kept.items), reader=READER)
     assert again.items == []
 
 
 def test_nothing_kept_returns_nothing_in_either_mode(adapter: Adapter) -> None:
-    assert adapter.run(seed_entries(), directory=READER, budget=1).items == []
-    assert adapter.kept(seed_entries(), directory=READER, budget=1).items == []
+    assert adapter.run(seed_entries(), reader=READER, budget=1).items == []
+    assert adapter.kept(seed_entries(), reader=READER, budget=1).items == []
 
 
 # Bad input: every row of the docs' bad-input table
@@ -632,7 +632,7 @@ def test_a_malformed_item_of_the_readers_is_withheld_counted_and_named_with_what
 ) -> None:
     readable = {**metadata, "scopes": ["sam"]}
     with caplog.at_level(logging.WARNING, logger=adapter.logger):
-        answer = adapter.run([("fine", {"scopes": "sam"}), ("text", readable)], directory=READER)
+        answer = adapter.run([("fine", {"scopes": "sam"}), ("text", readable)], reader=READER)
     assert answer.texts == [] or "fine" in answer.block
     assert (answer.counts["kept"], answer.counts["withheld"], answer.counts["malformed"]) == (
         1,
@@ -652,7 +652,7 @@ def test_with_raise_on_malformed_a_malformed_item_fails_the_call_naming_it_and_t
     with pytest.raises(EvidenceError, match=f"^{adapter.item_label}: {message}"):
         adapter.run(
             [("fine", {"scopes": "sam"}), ("text", readable)],
-            directory=READER,
+            reader=READER,
             raise_on_malformed=True,
         )
 
@@ -666,7 +666,7 @@ def test_an_item_whose_scopes_cannot_be_read_is_withheld_from_everyone_and_only_
         with caplog.at_level(logging.WARNING, logger=adapter.logger):
             answer = adapter.run(
                 [("fine", {}), ("text of it", metadata)],
-                directory=directory,
+                reader=directory,
                 allow_unscoped=True,
             )
         assert answer.counts["unreadable"] == answer.counts["withheld"] == 1
@@ -684,7 +684,7 @@ def test_with_raise_on_malformed_unreadable_scopes_fail_the_call_by_position_alo
     with pytest.raises(EvidenceError) as raised:
         adapter.run(
             [("fine", {}), ("text", metadata)],
-            directory=READER,
+            reader=READER,
             allow_unscoped=True,
             raise_on_malformed=True,
         )
@@ -708,7 +708,7 @@ def test_another_readers_malformed_item_is_withheld_unread(
     adapter: Adapter, metadata: dict[str, object], message: str
 ) -> None:
     anas = {**metadata, "scopes": ["ana"]}
-    answer = adapter.run([("mine", {"scopes": "sam"}), ("Ana's notes", anas)], directory=READER)
+    answer = adapter.run([("mine", {"scopes": "sam"}), ("Ana's notes", anas)], reader=READER)
     assert answer.counts["withheld"] == 1
     assert "Ana" not in answer.block
 
@@ -844,7 +844,7 @@ def test_a_failed_call_leaves_every_input_as_it_was(adapter: Adapter) -> None:
     items = adapter.items(entries)
     before = copy.deepcopy(items)
     with pytest.raises(EvidenceError):
-        adapter.run_items(items, directory=READER, raise_on_malformed=True)
+        adapter.run_items(items, reader=READER, raise_on_malformed=True)
     assert items == before
 
 
@@ -853,7 +853,7 @@ def test_the_input_items_are_never_changed(adapter: Adapter) -> None:
     before = copy.deepcopy(items)
     for returned in (False, True):
         answer = adapter.run_items(
-            items, directory=READER, **{adapter.returned_items_setting: returned}
+            items, reader=READER, **{adapter.returned_items_setting: returned}
         )
         for metadata in answer.metadata:
             metadata["touched"] = True
@@ -875,7 +875,7 @@ def test_the_cut_table_is_logged_at_debug_level_with_the_lanes(
     adapter: Adapter, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger=adapter.logger)
-    answer = adapter.run(seed_entries(), directory=READER, budget=40)
+    answer = adapter.run(seed_entries(), reader=READER, budget=40)
     [record] = adapter.logged(caplog)
     assert record.levelno == logging.DEBUG
     message = record.getMessage()
@@ -889,7 +889,7 @@ def test_nothing_is_logged_when_debug_is_off(
     adapter: Adapter, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=adapter.logger)
-    adapter.run(seed_entries(), directory=READER)
+    adapter.run(seed_entries(), reader=READER)
     # The one record is the warning that the unscoped item was withheld beside the kept ones.
     [record] = adapter.logged(caplog)
     assert record.levelno == logging.WARNING
@@ -942,7 +942,7 @@ def test_a_block_budget_fits_in_real_tokens_where_the_lines_rule_overflows(
 def test_block_mode_counts_what_was_withheld_read_and_cut(adapter: Adapter) -> None:
     entries = [*block_entries(), ("not ours", {"scopes": ["org-other"]})][::-1]
     # Reversed, the unreadable item comes first: withheld before a single token is counted.
-    answer = adapter.run(entries, directory=READER, budget=120, budget_covers="block")
+    answer = adapter.run(entries, reader=READER, budget=120, budget_covers="block")
     counts = answer.counts
     assert counts["withheld"] == 1
     assert counts["budget"] == 120
@@ -954,8 +954,8 @@ def test_block_mode_counts_what_was_withheld_read_and_cut(adapter: Adapter) -> N
 
 def test_block_mode_honours_allow_unscoped(adapter: Adapter) -> None:
     entries: list[Entry] = [("unscoped", {}), ("mine", {"scopes": "sam"})]
-    strict = adapter.run(entries, directory=READER, budget_covers="block")
-    lenient = adapter.run(entries, directory=READER, budget_covers="block", allow_unscoped=True)
+    strict = adapter.run(entries, reader=READER, budget_covers="block")
+    lenient = adapter.run(entries, reader=READER, budget_covers="block", allow_unscoped=True)
     assert strict.counts["withheld"] == 1
     assert "unscoped" not in strict.block
     assert lenient.counts["withheld"] == 0
@@ -994,7 +994,7 @@ def test_the_reported_tokens_are_the_counters_answer_for_the_rendered_block(
     adapter: Adapter, counter: Callable[[str], int], entries: list[Entry], budget: int
 ) -> None:
     answer = adapter.run(
-        entries, directory=READER, budget=budget, budget_covers="block", token_counter=counter
+        entries, reader=READER, budget=budget, budget_covers="block", token_counter=counter
     )
     if answer.items:
         assert answer.counts["tokens_used"] == counter(answer.block) <= budget
@@ -1013,13 +1013,13 @@ def test_with_any_chars_per_token_the_block_is_the_longest_prefix_that_fits(
         return ceil(len(text) / ratio)
 
     answer = adapter.run(
-        entries, directory=READER, budget=budget, budget_covers="block", chars_per_token=ratio
+        entries, reader=READER, budget=budget, budget_covers="block", chars_per_token=ratio
     )
     kept = answer.counts["kept"] if answer.items else 0
     if kept:
         assert answer.counts["tokens_used"] == count(answer.block) <= budget
     if kept < len(entries):
-        longer = adapter.run(entries[: kept + 1], directory=READER, budget=16384)
+        longer = adapter.run(entries[: kept + 1], reader=READER, budget=16384)
         assert count(longer.block) > budget
 
 

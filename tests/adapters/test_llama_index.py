@@ -111,7 +111,7 @@ EXPECTED_BLOCK = f"""## Scopes
 
 def postprocessor(**settings: object) -> AizkEvidencePostprocessor:
     """Sam's postprocessor; `settings` stay untyped because tests also pass invalid ones."""
-    return AizkEvidencePostprocessor(directory=sam_directory(), **settings)  # type: ignore[arg-type]
+    return AizkEvidencePostprocessor(reader=sam_directory(), **settings)  # type: ignore[arg-type]
 
 
 def only_node(out: list[NodeWithScore]) -> TextNode:
@@ -310,7 +310,7 @@ def test_settings_round_trip_through_llama_index_to_dict_and_from_dict() -> None
     original = AizkEvidencePostprocessor(
         budget=300,
         max_budget=4096,
-        directory=sam_directory(),
+        reader=sam_directory(),
         allow_unscoped=True,
         lane_key="kind",
         scopes_key="acl",
@@ -323,7 +323,7 @@ def test_settings_round_trip_through_llama_index_to_dict_and_from_dict() -> None
     assert data["class_name"] == "AizkEvidencePostprocessor"
     restored = AizkEvidencePostprocessor.from_dict(data)
     assert restored.to_dict() == data
-    assert restored.directory == original.directory
+    assert restored.reader == original.reader
     assert AizkEvidencePostprocessor.from_json(original.to_json()).to_dict() == data
 
 
@@ -364,9 +364,9 @@ def test_settings_cannot_be_changed_after_construction() -> None:
     with pytest.raises(AttributeError, match="budget is fixed when the postprocessor is built"):
         shared.budget = 10**6
     with pytest.raises(AttributeError, match="directory is fixed"):
-        shared.directory = None
+        shared.reader = None
     assert shared.budget == 2048
-    assert shared.directory == sam_directory()
+    assert shared.reader == sam_directory()
 
 
 def test_query_engines_can_still_set_the_callback_manager() -> None:
@@ -462,7 +462,7 @@ def query_engine(index: VectorStoreIndex, evidence: AizkEvidencePostprocessor) -
 
 
 def test_a_query_engine_prompt_receives_exactly_the_block(index: VectorStoreIndex) -> None:
-    engine = query_engine(index, AizkEvidencePostprocessor(directory=sam()))
+    engine = query_engine(index, AizkEvidencePostprocessor(reader=sam()))
     response = engine.query("What is Sam working on?")
     assert isinstance(response, Response)
     block = the_block(response.source_nodes)
@@ -474,7 +474,7 @@ def test_a_query_engine_prompt_receives_exactly_the_block(index: VectorStoreInde
 
 
 def test_aquery_gives_the_same_prompt_and_block_as_query(index: VectorStoreIndex) -> None:
-    engine = query_engine(index, AizkEvidencePostprocessor(directory=sam()))
+    engine = query_engine(index, AizkEvidencePostprocessor(reader=sam()))
     sync = engine.query("What is Sam working on?")
     async_ = asyncio.run(engine.aquery("What is Sam working on?"))
     assert str(async_) == str(sync)
@@ -494,7 +494,7 @@ def test_a_context_chat_engine_prompt_receives_exactly_the_block(
         # The default Memory keeps an aiosqlite connection it never closes, which surfaces as a
         # ResourceWarning at garbage collection; the plain buffer keeps the test warning-free.
         memory=ChatMemoryBuffer.from_defaults(llm=llm),
-        node_postprocessors=[AizkEvidencePostprocessor(directory=sam())],
+        node_postprocessors=[AizkEvidencePostprocessor(reader=sam())],
         similarity_top_k=len(notes()),
     )
     question = "What is Sam working on?"
@@ -509,7 +509,7 @@ def test_a_retriever_used_directly_then_postprocessed_keeps_the_retrieval_order(
     index: VectorStoreIndex,
 ) -> None:
     retrieved = index.as_retriever(similarity_top_k=len(notes())).retrieve("plans")
-    out = AizkEvidencePostprocessor(directory=sam()).postprocess_nodes(retrieved, query_str="q")
+    out = AizkEvidencePostprocessor(reader=sam()).postprocess_nodes(retrieved, query_str="q")
     block = the_block(out)
     assert_is_sams_block(block)
     readable_order = [n.node.node_id for n in retrieved if n.node.node_id in READABLE]
@@ -521,7 +521,7 @@ def test_a_retriever_used_directly_then_postprocessed_keeps_the_retrieval_order(
 def test_return_nodes_puts_public_labels_and_no_internal_metadata_in_the_prompt(
     index: VectorStoreIndex,
 ) -> None:
-    engine = query_engine(index, AizkEvidencePostprocessor(directory=sam(), return_nodes=True))
+    engine = query_engine(index, AizkEvidencePostprocessor(reader=sam(), return_nodes=True))
     response = engine.query("What is Sam working on?")
     prompt = str(response)
     assert sorted(n.node.node_id for n in response.source_nodes) == sorted(READABLE)
@@ -535,7 +535,7 @@ def test_a_query_where_everything_is_withheld_reaches_the_llm_with_no_context(
     index: VectorStoreIndex,
 ) -> None:
     stranger = ScopeDirectory.for_caller("kenji", {})
-    engine = query_engine(index, AizkEvidencePostprocessor(directory=stranger))
+    engine = query_engine(index, AizkEvidencePostprocessor(reader=stranger))
     response = engine.query("What is Sam working on?")
     assert response.source_nodes == []
     for text in (*READABLE.values(), *WITHHELD.values()):

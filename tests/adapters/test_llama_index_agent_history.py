@@ -29,9 +29,8 @@ from llama_index.core.tools import QueryEngineTool
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import Scope, ScopeDirectory, scope_metadata
-from aizk_integrations.langchain_agents import STALE_EVIDENCE_NOTE as LANGCHAINS_NOTE
+from aizk_integrations._rendering import STALE_EVIDENCE_NOTE
 from aizk_integrations.llama_index import (
-    STALE_EVIDENCE_NOTE,
     AizkEvidencePostprocessor,
     AizkToolEvidenceMemory,
     reading_as,
@@ -180,7 +179,3 @@ def test_a_block_handed_over_within_the_turn_in_progress_is_kept_and_only_it() -
     assert [m.content == STALE_EVIDENCE_NOTE for m in sent] == [0, 1, 0, 1, 0, 0]
     assert [m.additional_kwargs for m in sent] == [m.additional_kwargs for m in history]
     assert memory.get_all() == history  # stored as it was, never changed
-
-
-def test_the_note_reads_as_langchains_does() -> None:
-    assert STALE_EVIDENCE_NOTE == LANGCHAINS_NOTE

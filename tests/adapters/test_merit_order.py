@@ -36,7 +36,7 @@ def test_nodes_reordered_before_the_packer_are_a_warning_that_names_the_fix(
 ) -> None:
     reordered = LongContextReorder().postprocess_nodes(ranked(10), query_str="q")
     with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
-        AizkEvidencePostprocessor(directory=SAM, budget=30).postprocess_nodes(reordered)
+        AizkEvidencePostprocessor(reader=SAM, budget=30).postprocess_nodes(reordered)
     [warning] = [r.getMessage() for r in caplog.records if "merit order" in r.getMessage()]
     assert "such as LongContextReorder" in warning
     assert "put the packer right after the retriever or reranker" in warning
@@ -44,7 +44,7 @@ def test_nodes_reordered_before_the_packer_are_a_warning_that_names_the_fix(
 
 def test_nodes_in_merit_order_are_no_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
-        AizkEvidencePostprocessor(directory=SAM, budget=30).postprocess_nodes(ranked(10))
+        AizkEvidencePostprocessor(reader=SAM, budget=30).postprocess_nodes(ranked(10))
     assert not caplog.records
 
 
@@ -55,7 +55,7 @@ def test_a_score_filter_after_the_packer_keeps_the_block_its_best_item_passes() 
         llm=MockLLM(),
         similarity_top_k=4,
         node_postprocessors=[
-            AizkEvidencePostprocessor(directory=SAM),
+            AizkEvidencePostprocessor(reader=SAM),
             SimilarityPostprocessor(similarity_cutoff=0.5),
         ],
     )
@@ -73,7 +73,7 @@ def test_documents_a_reranker_scored_out_of_order_are_a_warning(
         for n, score in enumerate([0.2, 0.9, 0.5])  # up, then down: reordered
     ]
     with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
-        AizkEvidenceCompressor(directory=SAM).compress_documents(documents, "q")
+        AizkEvidenceCompressor(reader=SAM).compress_documents(documents, "q")
     [warning] = [r.getMessage() for r in caplog.records if "merit order" in r.getMessage()]
     assert "item 3 scores 0.5, against the order of the items before it (item 2" in warning
 
@@ -85,6 +85,6 @@ def test_distances_ranked_lowest_first_are_merit_order_too(
     for rank, scored in enumerate(nodes):
         scored.score = 0.1 * rank  # a distance: the best is the smallest
     with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
-        [block] = AizkEvidencePostprocessor(directory=SAM).postprocess_nodes(nodes)
+        [block] = AizkEvidencePostprocessor(reader=SAM).postprocess_nodes(nodes)
     assert not caplog.records
     assert block.score == 0.0  # the first item's, the best

@@ -109,7 +109,7 @@ def retriever(corpus: list[Note]) -> BaseRetriever:
 
 
 def config(reader: ScopeDirectory | None) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": reader}} if reader is not None else {}
+    return {"configurable": {"aizk_reader": reader}} if reader is not None else {}
 
 
 class ToolCallingFake(GenericFakeChatModel):
@@ -128,7 +128,7 @@ Path = Callable[[list[Note], ScopeDirectory | None], str]
 
 
 def compressor_with_its_own_directory(corpus: list[Note], reader: ScopeDirectory | None) -> str:
-    packer = AizkEvidenceCompressor(directory=reader)
+    packer = AizkEvidenceCompressor(reader=reader)
     return "".join(d.page_content for d in packer.compress_documents(documents(corpus), QUESTION))
 
 
@@ -331,7 +331,7 @@ class ModelInputs(BaseCallbackHandler):
 
 @dataclass
 class Tenant:
-    aizk_directory: ScopeDirectory | None
+    aizk_reader: ScopeDirectory | None
 
 
 def memory_middleware(carrier: str) -> Path:
@@ -496,7 +496,7 @@ def test_a_mistyped_config_key_is_an_error_naming_the_known_keys(path: str) -> N
     call = mistyped([Note("note-00", ("alice",))])[path]
     with pytest.raises(ValueError, match="'aizk_directry' is not an aizk setting") as raised:
         call()
-    assert "'aizk_directory', 'aizk_budget'" in str(raised.value)
+    assert "'aizk_reader', 'aizk_budget'" in str(raised.value)
 
 
 # Another reader's bad item is not this reader's problem
@@ -533,7 +533,7 @@ def test_another_readers_malformed_item_never_fails_nor_appears_in_a_call(
         },
     )
     mine = Document("note-01", metadata={"scopes": ["alice"]})
-    packer = AizkEvidenceCompressor(directory=alice)
+    packer = AizkEvidenceCompressor(reader=alice)
     [block] = packer.compress_documents([bobs, mine, bobs], QUESTION)
     assert shown(block.page_content) == {"note-01"}
     assert block.metadata["aizk_counts"]["withheld"] == 2
@@ -549,7 +549,7 @@ def test_every_error_is_short_whatever_the_input(key: str, value: object, identi
     alice = ScopeDirectory.for_caller("alice", {})
     metadata: dict[str, object] = {"scopes": ["alice"], key: value}
     document = Document.model_construct(id=identifier, page_content="x", metadata=metadata)
-    packer = AizkEvidenceCompressor(directory=alice)
+    packer = AizkEvidenceCompressor(reader=alice)
     errors: list[str] = []
     try:
         packer.compress_documents([document], QUESTION)
@@ -576,7 +576,7 @@ def test_a_malformed_scopes_field_fails_the_call_without_quoting_the_items_text(
 def test_changing_the_mapping_a_directory_was_built_from_widens_nothing() -> None:
     organizations = {"org-x": Scope(name="x")}
     alice = ScopeDirectory.for_caller("alice", organizations)
-    packer = AizkEvidenceCompressor(directory=alice)
+    packer = AizkEvidenceCompressor(reader=alice)
     organizations["org-y"] = Scope(name="y")
     bobs = Document("note-02", metadata={"scopes": ["org-y"]})
     assert packer.compress_documents([bobs], QUESTION) == []
@@ -587,12 +587,12 @@ def test_an_adapters_reader_can_be_neither_reassigned_nor_deleted(
     adapter: type[AizkEvidenceCompressor | AizkEvidencePostprocessor],
 ) -> None:
     alice = ScopeDirectory.for_caller("alice", {})
-    packer = adapter(directory=alice)
+    packer = adapter(reader=alice)
     with pytest.raises((AttributeError, TypeError, ValueError)):
-        packer.directory = None
+        packer.reader = None
     with pytest.raises((AttributeError, TypeError, ValueError)):
-        del packer.directory
-    assert packer.directory == alice
+        del packer.reader
+    assert packer.reader == alice
 
 
 def test_reading_as_refuses_anything_but_a_directory_saying_why() -> None:

@@ -86,7 +86,7 @@ def foreign(reader: str) -> set[str]:
 
 
 def as_reader(reader: str) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": directory_of(reader)}}
+    return {"configurable": {"aizk_reader": directory_of(reader)}}
 
 
 def kept_texts(documents: list[Document]) -> list[str]:
@@ -163,7 +163,7 @@ def test_a_reader_of_no_scopes_is_answered_with_nothing_and_the_store_is_not_ask
         def similarity_search(self, *args: Any, **kwargs: Any) -> list[Document]:
             raise AssertionError("the store was asked for a reader of no scopes")
 
-    nobody: RunnableConfig = {"configurable": {"aizk_directory": ScopeDirectory(scopes={})}}
+    nobody: RunnableConfig = {"configurable": {"aizk_reader": ScopeDirectory(scopes={})}}
     retriever = AizkScopedRetriever(vectorstore=Refusing(WordEmbeddings()))
     assert retriever.invoke("garden", nobody) == []
     assert AizkEvidenceRetriever(base_retriever=retriever).invoke("garden", nobody) == []
@@ -265,7 +265,7 @@ def test_a_packer_handed_a_block_says_the_retrieval_packs_twice(
 class Tenant:
     """An agent's runtime context, naming the turn's reader."""
 
-    aizk_directory: ScopeDirectory
+    aizk_reader: ScopeDirectory
 
 
 @pytest.mark.parametrize("name", ["MultiQueryRetriever", "MergerRetriever"])

@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from aizk_integrations.llama_index._reader import current_reader
 from langchain_classic.retrievers import EnsembleRetriever
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -38,7 +39,6 @@ from aizk_integrations import llama_index as aizk_llama_index
 from aizk_integrations._store_filters import CHROMA_MOST_VALUES, chroma_where, qdrant_filter
 from aizk_integrations.langchain import AizkEvidenceRetriever, AizkScopedRetriever
 from aizk_integrations.langchain._stores import searcher
-from aizk_integrations.llama_index._reader import current_reader
 from tests.adapters.stores import WordEmbeddings
 from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.scoped_corpus import DIMENSIONS
@@ -49,7 +49,7 @@ SAM = ScopeDirectory.for_caller("sam", {})
 
 
 def as_reader(reader: ScopeDirectory) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": reader}}
+    return {"configurable": {"aizk_reader": reader}}
 
 
 def langchain_store(documents: list[Document]) -> InMemoryVectorStore:
@@ -194,7 +194,7 @@ def test_a_request_with_no_reader_gets_nothing_and_is_told_how_to_name_one(
     assert found == []
     assert (
         "scoped retrieval has no reader for this request, so it retrieves nothing; pass this "
-        "request's reader as config={'configurable': {'aizk_directory': directory}}"
+        "request's reader as config={'configurable': {'aizk_reader': directory}}"
     ) in caplog.text
 
 
@@ -531,11 +531,11 @@ def test_evidence_that_would_pack_for_another_reader_or_key_is_refused_saying_so
     assert raised.value.args == ("evidence must be an AizkEvidencePostprocessor, not str",)
     with pytest.raises(ValueError, match="directory of its own") as refused:
         aizk_llama_index.AizkScopedRetriever(
-            index, evidence=aizk_llama_index.AizkEvidencePostprocessor(directory=SAM)
+            index, evidence=aizk_llama_index.AizkEvidencePostprocessor(reader=SAM)
         )
     assert refused.value.args == (
         "evidence has a directory of its own; with scoped retrieval the reader is the "
-        "retriever's: pass directory= to AizkScopedRetriever (or use for_reader or "
+        "retriever's: pass reader= to AizkScopedRetriever (or use for_reader or "
         "reading_as) and leave the postprocessor's directory unset",
     )
 
@@ -706,7 +706,7 @@ def test_llama_index_scoped_settings_are_refused_naming_what_is_wrong(
 
 def test_llama_index_scoped_settings_at_their_least_are_taken() -> None:
     retriever = aizk_llama_index.AizkScopedRetriever(
-        simple_index(), similarity_top_k=1, max_fetch=1, directory=None
+        simple_index(), similarity_top_k=1, max_fetch=1, reader=None
     )
     [found] = retriever.for_reader(SAM).retrieve("garden note 1")
     assert found.node.node_id.startswith("sam-")

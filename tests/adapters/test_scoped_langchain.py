@@ -112,7 +112,7 @@ def readable(reader: str) -> list[Note]:
 
 
 def as_reader(reader: str) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": directory_of(reader)}}
+    return {"configurable": {"aizk_reader": directory_of(reader)}}
 
 
 def texts(documents: list[Document]) -> list[str]:
@@ -299,7 +299,7 @@ def test_a_reader_whose_notes_are_rare_still_gets_a_full_budget(kind: str) -> No
         base_retriever=AizkScopedRetriever(vectorstore=store, k=4),
         compressor=AizkEvidenceCompressor(budget=BUDGET),
     )
-    [block] = retriever.invoke("piano chess", config={"configurable": {"aizk_directory": reader}})
+    [block] = retriever.invoke("piano chess", config={"configurable": {"aizk_reader": reader}})
     assert "the one rare note" in block.page_content  # ranked far below 4 in the shared store
 
 
@@ -316,7 +316,7 @@ def test_with_no_reader_nothing_is_retrieved_and_a_warning_says_why(
 
 def test_the_compressors_own_reader_reaches_the_store_query() -> None:
     reader = READERS[5]
-    packer = AizkEvidenceCompressor(budget=BUDGET, directory=directory_of(reader))
+    packer = AizkEvidenceCompressor(budget=BUDGET, reader=directory_of(reader))
     scoped = AizkScopedRetriever(vectorstore=store_of("in-memory"), k=4)
     [block] = AizkEvidenceRetriever(base_retriever=scoped, compressor=packer).invoke("garden")
     assert block.metadata["aizk_counts"]["kept"] > 4
@@ -331,7 +331,7 @@ class RecordingRetriever(BaseRetriever):
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
-        self.seen.append(((config or {}).get("configurable") or {}).get("aizk_directory"))
+        self.seen.append(((config or {}).get("configurable") or {}).get("aizk_reader"))
         return super().invoke(input, config, **kwargs)
 
     def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
@@ -341,7 +341,7 @@ class RecordingRetriever(BaseRetriever):
 def test_a_reader_aware_base_retriever_sees_the_reader_the_packer_packs_for() -> None:
     base = RecordingRetriever()
     sam = directory_of("user-05")
-    packer = AizkEvidenceCompressor(directory=sam)
+    packer = AizkEvidenceCompressor(reader=sam)
     AizkEvidenceRetriever(base_retriever=base, compressor=packer).invoke("q")
     AizkEvidenceRetriever(base_retriever=base).invoke("q", config=as_reader("user-05"))
     assert base.seen == [sam, sam]
@@ -412,7 +412,7 @@ def test_scopes_written_by_scope_metadata_survive_every_stores_round_trip(kind: 
 
 def test_scopes_flattened_into_one_string_are_refused_with_the_way_out() -> None:
     flattened = Document("Sam's note.", metadata={"scopes": "user-00,org-0"})
-    packer = AizkEvidenceCompressor(directory=directory_of("user-00"))
+    packer = AizkEvidenceCompressor(reader=directory_of("user-00"))
     assert packer.compress_documents([flattened], "q") == []  # whose it is cannot be told
     with pytest.raises(ValueError, match="looks like several ids encoded in one string"):
         scope_metadata("user-00,org-0")
@@ -424,7 +424,7 @@ def test_a_list_dropped_by_filter_complex_metadata_is_withheld_and_the_advice_ne
     [dropped] = filter_complex_metadata([Document("Sam's note.", metadata=scope_metadata(["x"]))])
     assert "scopes" not in dropped.metadata  # what the tutorials' helper does to a list
     with caplog.at_level(logging.WARNING):
-        packer = AizkEvidenceCompressor(directory=directory_of("user-00"))
+        packer = AizkEvidenceCompressor(reader=directory_of("user-00"))
         assert packer.compress_documents([dropped], "q") == []
     assert "1 item with no scope under the metadata key 'scopes'" in caplog.text
     assert "allow_unscoped" not in caplog.text

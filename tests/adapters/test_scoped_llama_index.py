@@ -50,7 +50,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from aizk_integrations import Scope, ScopeDirectory, scope_metadata
 from aizk_integrations.llama_index import (
-    AizkEvidencePacked,
+    AizkEvidencePackedEvent,
     AizkEvidencePostprocessor,
     AizkScopedRetriever,
     ScopeFilter,
@@ -366,7 +366,7 @@ def test_no_event_payload_or_log_line_carries_another_readers_text(
         event == CBEventType.RETRIEVE and EventPayload.NODES in payload
         for event, payload in payloads.payloads
     )
-    assert any(isinstance(event, AizkEvidencePacked) for event in events.events) == evidence
+    assert any(isinstance(event, AizkEvidencePackedEvent) for event in events.events) == evidence
 
 
 def test_the_leak_check_sees_what_filtering_after_top_k_leaks() -> None:
@@ -536,7 +536,7 @@ def test_for_reader_reading_as_and_directory_give_the_same_result() -> None:
             with reading_as(directory):
                 ambient = retriever.retrieve(QUESTIONS[0])
             built = AizkScopedRetriever(
-                index_of("faiss"), directory=directory, evidence=with_evidence
+                index_of("faiss"), reader=directory, evidence=with_evidence
             ).retrieve(QUESTIONS[0])
             assert ids(bound) == ids(ambient) == ids(built)
             assert bound[0].node.get_content() == ambient[0].node.get_content()
@@ -562,7 +562,7 @@ def test_the_postprocessor_given_as_evidence_names_no_reader_of_its_own() -> Non
     with pytest.raises(ValueError, match="evidence has a directory of its own"):
         AizkScopedRetriever(
             index_of("simple"),
-            evidence=AizkEvidencePostprocessor(directory=directory_of("user-00")),
+            evidence=AizkEvidencePostprocessor(reader=directory_of("user-00")),
         )
     with pytest.raises(ValueError, match="give both the same scopes_key"):
         AizkScopedRetriever(
@@ -649,7 +649,7 @@ def test_a_scoped_query_narrows_any_store_and_what_it_lets_through_is_checked_ag
 def test_a_scoped_query_must_answer_with_a_scope_filter() -> None:
     retriever = AizkScopedRetriever(
         index_of("simple"),
-        directory=directory_of("user-00"),
+        reader=directory_of("user-00"),
         scoped_query=lambda scope_ids: {"where": {}},  # type: ignore[arg-type,return-value]
     )
     with pytest.raises(TypeError, match="scoped_query must return a ScopeFilter"):
@@ -706,7 +706,7 @@ def test_scope_metadata_survives_each_stores_round_trip_out_of_the_prompt(kind: 
     reader = ScopeDirectory(
         scopes={"sam": Scope(name="private"), str(org): Scope(name="team"), "42": Scope(name="db")}
     )
-    (found,) = AizkScopedRetriever(index, directory=reader).retrieve("garden budget")
+    (found,) = AizkScopedRetriever(index, reader=reader).retrieve("garden budget")
     assert found.node.metadata["scopes"] == sorted(["42", "sam", str(org)])
     for mode in (MetadataMode.LLM, MetadataMode.EMBED):
         assert found.node.get_content(mode) == "garden budget round trip"

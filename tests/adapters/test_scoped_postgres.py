@@ -132,7 +132,7 @@ def own_block(database: Server, framework: str, reader: str, question: str) -> s
         for note in NOTES
         if note.text == text
     ]
-    packer = AizkEvidenceCompressor(directory=directory_of(reader), budget=BUDGET)
+    packer = AizkEvidenceCompressor(reader=directory_of(reader), budget=BUDGET)
     [block] = packer.compress_documents(documents, question)
     return block.page_content
 
@@ -154,7 +154,7 @@ def directory(reader: Reader) -> ScopeDirectory:
 
 
 def as_reader(reader: Reader) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": directory(reader)}}
+    return {"configurable": {"aizk_reader": directory(reader)}}
 
 
 def langchain_retriever(store: PGVector, packed: bool) -> BaseRetriever:

@@ -80,7 +80,7 @@ def database(postgres_server: Server) -> Iterator[Server]:
 
 def best(database: Server, path: str, reader: ScopeDirectory, k: int) -> list[str]:
     """The reader's best `k` on `path`, as the app's role."""
-    config: RunnableConfig = {"configurable": {"aizk_directory": reader}}
+    config: RunnableConfig = {"configurable": {"aizk_reader": reader}}
     if path == "langchain":
         with app_pgvector(database, APP, "shared") as store:
             found = AizkScopedRetriever(vectorstore=store, k=k).invoke(QUESTION, config)

@@ -183,7 +183,7 @@ def scoped_engine(user: User) -> BaseQueryEngine:
 
 
 def as_reader(user: User) -> RunnableConfig:
-    return {"configurable": {"aizk_directory": directory_of(user)}}
+    return {"configurable": {"aizk_reader": directory_of(user)}}
 
 
 Engine = Annotated[BaseQueryEngine, Depends(query_engine)]

@@ -188,7 +188,7 @@ def test_without_fitting_a_big_budget_is_split_across_calls_that_lose_the_frame(
     mode: ResponseMode,
 ) -> None:
     llm = WindowedLLM()
-    evidence = AizkEvidencePostprocessor(directory=SAM, budget=4000)
+    evidence = AizkEvidencePostprocessor(reader=SAM, budget=4000)
     engine = index().as_query_engine(
         llm=llm, node_postprocessors=[evidence], similarity_top_k=40, response_mode=mode
     )
@@ -334,7 +334,7 @@ def fitted_query(
             summary_template=given.get("summary_template"),
         )
         evidence = AizkEvidencePostprocessor(
-            directory=SAM,
+            reader=SAM,
             budget=2**17,
             max_budget=2**17,
             budget_covers="block",
@@ -411,7 +411,7 @@ def test_every_response_mode_sends_the_whole_block_in_one_call_within_the_window
         llm = WindowedLLM(window, answer)
         synthesizer = get_response_synthesizer(llm=llm, response_mode=mode)
         evidence = AizkEvidencePostprocessor(
-            directory=SAM,
+            reader=SAM,
             budget=2**17,
             max_budget=2**17,
             budget_covers="block",
@@ -472,7 +472,7 @@ def test_fitted_to_the_llm_every_response_mode_makes_one_call_with_the_whole_blo
 def fitted_block(llm: WindowedLLM, mode: ResponseMode) -> NodeWithScore:
     """The one source node a query gives through a postprocessor fitted to `llm` alone."""
     evidence = AizkEvidencePostprocessor(
-        directory=SAM, budget=16384, fit_to=llm, budget_covers="block"
+        reader=SAM, budget=16384, fit_to=llm, budget_covers="block"
     )
     engine = index().as_query_engine(
         llm=llm, node_postprocessors=[evidence], similarity_top_k=40, response_mode=mode
@@ -485,7 +485,7 @@ def test_a_call_with_no_query_is_fitted_as_an_empty_query_not_a_placeholder() ->
     # 265 is what LlamaIndex's prompt helper leaves on a 900-token window under its default
     # prompts with an empty query; sizing the room with any placeholder text leaves less.
     evidence = AizkEvidencePostprocessor(
-        directory=SAM, budget=16384, fit_to=WindowedLLM(window=900), budget_covers="block"
+        reader=SAM, budget=16384, fit_to=WindowedLLM(window=900), budget_covers="block"
     )
     nodes = index().as_retriever(similarity_top_k=40).retrieve("sweeps")
 
@@ -512,9 +512,7 @@ def test_fitted_to_the_llm_the_window_settings_gives_every_synthesizer_rules(
 
 def test_the_fitted_budget_never_exceeds_the_configured_one() -> None:
     llm = WindowedLLM(window=100_000)
-    evidence = AizkEvidencePostprocessor(
-        directory=SAM, budget=300, fit_to=llm, budget_covers="block"
-    )
+    evidence = AizkEvidencePostprocessor(reader=SAM, budget=300, fit_to=llm, budget_covers="block")
     engine = index().as_query_engine(llm=llm, node_postprocessors=[evidence], similarity_top_k=40)
     [block] = engine.query("q").source_nodes
     assert block.node.metadata["aizk_counts"]["budget"] == 300
@@ -524,7 +522,7 @@ def test_a_window_with_no_room_left_gives_no_evidence_and_says_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     llm = WindowedLLM(window=200)
-    evidence = AizkEvidencePostprocessor(directory=SAM, fit_to=llm, budget_covers="block")
+    evidence = AizkEvidencePostprocessor(reader=SAM, fit_to=llm, budget_covers="block")
     caplog.set_level(logging.WARNING, logger="aizk_integrations.llama_index")
     with packed_events() as recorder:
         nodes = [NodeWithScore(node=note, score=1.0) for note in NOTES]
@@ -547,7 +545,7 @@ def test_a_window_leaving_one_token_is_room_for_one_token(
     def budget_and_messages(window: int) -> tuple[int, list[str]]:
         caplog.clear()
         evidence = AizkEvidencePostprocessor(
-            directory=SAM, fit_to=WindowedLLM(window=window), budget_covers="block"
+            reader=SAM, fit_to=WindowedLLM(window=window), budget_covers="block"
         )
         with packed_events() as recorder:
             evidence.postprocess_nodes(nodes, query_str="q")
@@ -595,7 +593,7 @@ def test_the_room_a_chat_model_leaves_keeps_the_whole_prompt_within_its_window(
 ) -> None:
     model = chat_model(window)
     packer = AizkEvidenceCompressor(
-        directory=SAM, budget_covers="block", token_counter=counter_from_langchain(model)
+        reader=SAM, budget_covers="block", token_counter=counter_from_langchain(model)
     )
     documents = [Document(node.text, metadata=dict(node.metadata)) for node in NOTES]
     room = context_room(model, CHAT_PROMPT, question=question)
@@ -629,13 +627,13 @@ def test_the_room_a_chat_model_leaves_keeps_the_whole_prompt_within_its_window(
 
 
 def test_a_room_above_max_budget_does_not_bind_and_0_keeps_nothing() -> None:
-    packer = AizkEvidenceCompressor(directory=SAM, max_budget=4096)
+    packer = AizkEvidenceCompressor(reader=SAM, max_budget=4096)
     documents = [Document(node.text, metadata=dict(node.metadata)) for node in NOTES]
     step = packer.as_runnable()
     whole = step.invoke(documents)
     assert step.invoke(documents, config={"configurable": {"aizk_room": 1_000_000}}) == whole
     assert step.invoke(documents, config={"configurable": {"aizk_room": 0}}) == ""
-    packed = AizkEvidenceCompressor(directory=SAM, budget=10).as_runnable().invoke(documents)
+    packed = AizkEvidenceCompressor(reader=SAM, budget=10).as_runnable().invoke(documents)
     assert step.invoke(documents, config={"configurable": {"aizk_room": 10}}) == packed
     both = {"aizk_room": 10, "aizk_budget": 3000}
     assert step.invoke(documents, config={"configurable": both}) == packed

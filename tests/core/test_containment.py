@@ -440,7 +440,7 @@ directory = ScopeDirectory.for_caller("me", organizations)
 scopes = ["me", *organizations]
 print(RecallResult.from_candidates([Candidate(line="x", scopes=scopes)], directory).to_markdown())
 node = NodeWithScore(node=TextNode(text="x", metadata={"scopes": scopes}), score=1.0)
-[block] = AizkEvidencePostprocessor(directory=directory).postprocess_nodes([node])
+[block] = AizkEvidencePostprocessor(reader=directory).postprocess_nodes([node])
 print(block.node.node_id)
 """
 

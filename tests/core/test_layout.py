@@ -19,7 +19,6 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from pydantic import ValidationError
 
 from aizk_integrations import (
-    BudgetCovers,
     Candidate,
     Evidence,
     EvidenceError,
@@ -30,6 +29,7 @@ from aizk_integrations import (
     ScopeDirectory,
 )
 from aizk_integrations._containment import TEXT_OFFSET, contain, might_reach_out
+from aizk_integrations._pricing import BudgetCovers
 from aizk_integrations._rendering import piece
 from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.llama_index import AizkEvidencePostprocessor
@@ -107,7 +107,7 @@ def test_an_adapters_block_and_json_equal_those_of_the_public_result(
     documents = [Document(c.line, metadata=as_metadata(c)) for c in candidates]
     compressor = AizkEvidenceCompressor(
         budget=budget,
-        directory=directory,
+        reader=directory,
         allow_unscoped=True,
         allow_scoped_without_reader=True,
         budget_covers=covers,

@@ -156,7 +156,7 @@ def shown_for_resource_uri(uri: object) -> str:
 def shown_for_scope_id(scope_id: object) -> str:
     """The label of an item in that scope, for the reader whose directory names it `team`."""
     directory = ScopeDirectory.for_caller("me", {TEAM_ID: Scope(name="team")})
-    packer = AizkEvidenceCompressor(directory=directory)
+    packer = AizkEvidenceCompressor(reader=directory)
     [document] = packer.compress_documents([Document("x", metadata={"scopes": [scope_id]})], "")
     return document.page_content.split(f"{LABEL} from scope ", 1)[1].split("\n", 1)[0]
 

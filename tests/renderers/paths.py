@@ -106,7 +106,7 @@ def _middleware_block(texts: list[str]) -> str:
     )
     model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
     sent = _Sent()
-    config: RunnableConfig = {"configurable": {"aizk_directory": SAM}, "callbacks": [sent]}
+    config: RunnableConfig = {"configurable": {"aizk_reader": SAM}, "callbacks": [sent]}
     create_agent(model, [], middleware=[memory]).invoke(
         {"messages": [HumanMessage("What do my notes say?")]}, config=config
     )
@@ -120,7 +120,7 @@ def _cited_block(sources: list[str]) -> tuple[str, list[str]]:
         Document(text, metadata={**scope_metadata("sam"), "source": source})
         for text, source in zip(texts, sources, strict=True)
     ]
-    packer = AizkEvidenceCompressor(directory=SAM, cite=True, citation_keys=["source"])
+    packer = AizkEvidenceCompressor(reader=SAM, cite=True, citation_keys=["source"])
     [block] = packer.compress_documents(documents, "")
     return block.page_content, texts
 
