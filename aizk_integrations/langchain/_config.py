@@ -106,7 +106,8 @@ class ConfigCarryingRetriever(BaseRetriever):
     """
 
     # A refused setting is never quoted: a store or retriever's repr can hold stored text.
-    model_config = ConfigDict(hide_input_in_errors=True)
+    # Unknown settings are refused by name, as every aizk adapter refuses them.
+    model_config = ConfigDict(hide_input_in_errors=True, extra="forbid")
 
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any

@@ -60,7 +60,7 @@ SHARED = store()
 
 
 def scoped(k: int = 4, **settings: Any) -> AizkScopedRetriever:
-    return AizkScopedRetriever(vectorstore=SHARED, k=k, **settings)
+    return AizkScopedRetriever(vectorstore=SHARED, search_kwargs={"k": k}, **settings)
 
 
 def llm() -> FakeListLLM:

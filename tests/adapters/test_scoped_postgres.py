@@ -158,7 +158,7 @@ def as_reader(reader: Reader) -> RunnableConfig:
 
 
 def langchain_retriever(store: PGVector, packed: bool) -> BaseRetriever:
-    scoped = AizkScopedRetriever(vectorstore=store, k=4)
+    scoped = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 4})
     if not packed:
         return scoped
     return AizkEvidenceRetriever(
