@@ -47,10 +47,10 @@ from aizk_integrations.langchain._documents import (
 logger = logging.getLogger("aizk_integrations.langchain")
 
 THROUGH_RETRIEVAL = (
-    "the retriever had already sent their text through LangChain's callbacks (astream_events, "
-    "astream_log, LangServe's stream routes, LangSmith traces): retrieve for the reader with "
-    "AizkScopedRetriever(vectorstore=store) in place of store.as_retriever(), which asks the "
-    "store only for what the reader may read"
+    "a retriever that handed them over had already sent their text through LangChain's "
+    "callbacks (astream_events, astream_log, LangServe's stream routes, LangSmith traces): "
+    "retrieve for the reader with AizkScopedRetriever(vectorstore=store) in place of "
+    "store.as_retriever(), which asks the store only for what the reader may read"
 )
 """Where other readers' documents, withheld here, already went, and the fix (see `report`)."""
 _QUESTION_TO_COMPRESSOR = (

@@ -67,8 +67,9 @@ _KNOWN_KEYS = ", ".join(repr(key) for key in _KNOWN)
 
 PER_REQUEST: Final = (
     f"pass this request's reader as config={{'configurable': {{{READER_CONFIG_KEY!r}: "
-    "reader}} (LangChain hands no config to a compressor inside a bare "
-    "ContextualCompressionRetriever: use AizkEvidenceRetriever there)"
+    "reader}}. LangChain's ContextualCompressionRetriever hands that config to neither its "
+    "base retriever nor its compressor: use AizkEvidenceRetriever(base_retriever=..., "
+    "compressor=...) in its place, which carries it to both"
 )
 """How the warnings tell a LangChain user to name a request's reader."""
 

@@ -33,7 +33,7 @@ logger = logging.getLogger("aizk_integrations.llama_index")
 _dispatcher = get_dispatcher("aizk_integrations.llama_index")
 
 THROUGH_RETRIEVAL = (
-    "the retriever had already sent their text through LlamaIndex's own logs and "
+    "a retriever that handed them over had already sent their text through LlamaIndex's logs and "
     "instrumentation events (its DEBUG log of the top nodes, RetrievalEndEvent): retrieve for "
     "the reader with AizkScopedRetriever(index) in place of index.as_retriever(), which asks "
     "the store only for what the reader may read"
