@@ -149,10 +149,11 @@ def unscoped_message(packing: Packing[Any], scopes_key: str) -> str | None:
     if withheld:
         return (
             f"aizk withheld {_count(withheld)} with no scope under the metadata key "
-            f"{scopes_key!r}: an item is shown for its scopes, and public evidence names the "
-            "public scope (scope_metadata(PUBLIC)). If they had scopes, a store or a step such "
-            "as filter_complex_metadata dropped them: write them back as a list "
-            "(scope_metadata)"
+            f"{scopes_key!r}, since an item is shown for its scopes. If the corpus is public "
+            "as a whole (your own files, say), build the packer with allow_unscoped=True. If "
+            "it serves many readers, write each item's scopes when it is stored "
+            "(scope_metadata(owner), scope_metadata(PUBLIC) for public items); if they had "
+            "scopes, a store or a step such as filter_complex_metadata dropped them"
         )
     shown = sum(not step.evidence.scopes for step in packing.kept)
     scoped = any(held.reason is Withheld.NOT_PERMITTED for held in packing.withheld) or any(
