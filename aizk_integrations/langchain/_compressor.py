@@ -26,10 +26,10 @@ from langchain_core.runnables.config import get_callback_manager_for_config
 from pydantic import ConfigDict, Field
 
 from aizk_integrations._counters import counter_from_langchain
-from aizk_integrations._paging import Fetched
-from aizk_integrations._report import report
-from aizk_integrations._run import Packing, expect_sequence, run
-from aizk_integrations._settings import PackingSettings
+from aizk_integrations._run.paging import Fetched
+from aizk_integrations._run.report import report
+from aizk_integrations._run.run import Packing, expect_sequence, run
+from aizk_integrations._run.settings import PackingSettings
 from aizk_integrations.langchain._config import (
     CONFIG_SPECS,
     PER_REQUEST,

@@ -22,8 +22,8 @@ from langchain_core.runnables import (
 from pydantic import ConfigDict
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._scopes import ScopeDirectory, require_reader
-from aizk_integrations._settings import PackingSettings, call_budget
+from aizk_integrations._run.settings import PackingSettings, call_budget
+from aizk_integrations._scopes.directory import ScopeDirectory, require_reader
 from aizk_integrations._tokens import is_int
 
 BUDGET_CONFIG_KEY: Final = "aizk_budget"

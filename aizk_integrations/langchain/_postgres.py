@@ -21,7 +21,8 @@ import sqlalchemy
 from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
-from aizk_integrations._postgres import (
+from aizk_integrations._scopes.ids import Spellings, spellings
+from aizk_integrations._stores.postgres import (
     NOT_SET_UP,
     PGVECTOR_TABLE,
     START_READING,
@@ -30,7 +31,6 @@ from aizk_integrations._postgres import (
     spelled,
     table_name,
 )
-from aizk_integrations._scope_ids import Spellings, spellings
 
 
 class PGVectorSearch:

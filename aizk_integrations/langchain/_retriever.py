@@ -13,7 +13,7 @@ from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig, patch_config
 from pydantic import Field, field_validator
 
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations.langchain._compressor import AizkEvidenceCompressor, returned
 from aizk_integrations.langchain._config import (
     CONFIG_SPECS,

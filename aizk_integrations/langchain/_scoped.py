@@ -28,10 +28,10 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._paging import Fetched, PageSize, Search, fetched_pages, readable_pages
-from aizk_integrations._report import max_fetch_message
-from aizk_integrations._run import Packing
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._run.paging import Fetched, PageSize, Search, fetched_pages, readable_pages
+from aizk_integrations._run.report import max_fetch_message
+from aizk_integrations._run.run import Packing
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations.langchain._compressor import (
     AizkEvidenceCompressor,
     pack_documents,

@@ -11,7 +11,7 @@ from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import RunnableConfig, patch_config
 
 from aizk_integrations._counters import counter_from_langchain
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations.langchain._compressor import AizkEvidenceCompressor
 from aizk_integrations.langchain._config import (
     READER_CONFIG_KEY,

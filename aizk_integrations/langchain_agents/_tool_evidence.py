@@ -16,7 +16,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 
-from aizk_integrations._rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
+from aizk_integrations._core.rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
 from aizk_integrations.langchain_agents._middleware import MEMORY_MESSAGE_NAME
 
 

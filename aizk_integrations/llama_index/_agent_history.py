@@ -16,7 +16,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.memory import BaseMemory, Memory
 from pydantic import ConfigDict, Field, SerializeAsAny
 
-from aizk_integrations._rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
+from aizk_integrations._core.rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
 
 _TOOL_RESULTS = (MessageRole.TOOL, MessageRole.FUNCTION)
 

@@ -25,7 +25,8 @@ from llama_index.vector_stores.postgres import PGVectorStore
 from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from aizk_integrations import ScopeDirectory, _postgres
+from aizk_integrations import ScopeDirectory
+from aizk_integrations._stores import postgres as _postgres
 from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
     AizkEvidenceRetriever,

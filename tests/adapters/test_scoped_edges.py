@@ -36,7 +36,7 @@ from qdrant_client.models import Distance, VectorParams
 
 from aizk_integrations import Scope, ScopeDirectory, scope_metadata
 from aizk_integrations import llama_index as aizk_llama_index
-from aizk_integrations._store_filters import CHROMA_MOST_VALUES, chroma_where, qdrant_filter
+from aizk_integrations._stores.filters import CHROMA_MOST_VALUES, chroma_where, qdrant_filter
 from aizk_integrations.langchain import AizkEvidenceRetriever, AizkScopedRetriever
 from aizk_integrations.langchain._stores import searcher
 from tests.adapters.stores import WordEmbeddings

@@ -37,7 +37,7 @@ from llama_index.vector_stores.postgres import PGVectorStore
 from sqlalchemy import Engine, create_engine, event
 
 from aizk_integrations import ScopeDirectory
-from aizk_integrations._postgres import PGVECTOR_TABLE, llama_index_table
+from aizk_integrations._stores.postgres import PGVECTOR_TABLE, llama_index_table
 from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
     AizkEvidenceRetriever,
@@ -421,7 +421,7 @@ NO_FILTER = "(CAST(:reader_ids AS text) IS NOT NULL OR true)"
 @pytest.fixture
 def filter_removed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both retrievers' queries without the readable-row condition: only the policy is left."""
-    import aizk_integrations._postgres as postgres
+    import aizk_integrations._stores.postgres as postgres
     import aizk_integrations.llama_index._postgres as llama_index_postgres
 
     def no_filter(table: object, key: str, *, policy: bool, ids: int) -> str:

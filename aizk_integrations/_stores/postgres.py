@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._scope_ids import Spellings, spellings
+from aizk_integrations._scopes.ids import Spellings, spellings
 
 READER_IDS_SETTING: Final = "aizk.reader_ids"
 """The transaction-local setting that carries the request's reader ids to the policy."""

@@ -7,9 +7,9 @@ import logging
 from collections import Counter
 from typing import Any
 
-from aizk_integrations._paging import Fetched
-from aizk_integrations._reading import SEVERAL_IDS_IN_ONE, Withheld
-from aizk_integrations._run import Packing
+from aizk_integrations._run.paging import Fetched
+from aizk_integrations._run.reading import SEVERAL_IDS_IN_ONE, Withheld
+from aizk_integrations._run.run import Packing
 
 
 def report(

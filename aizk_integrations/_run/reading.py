@@ -18,12 +18,12 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from aizk_integrations._core.evidence import Evidence
+from aizk_integrations._core.lanes import PROVENANCE_OF_LANE, Lane
+from aizk_integrations._core.packing import Found
 from aizk_integrations._errors import ItemError, quoted
-from aizk_integrations._evidence import Evidence
-from aizk_integrations._lanes import PROVENANCE_OF_LANE, Lane
-from aizk_integrations._packing import Found
-from aizk_integrations._scope_ids import PUBLIC, SeveralIdsInOneError, scope_ids
-from aizk_integrations._scopes import Scope, ScopeDirectory
+from aizk_integrations._scopes.directory import Scope, ScopeDirectory
+from aizk_integrations._scopes.ids import PUBLIC, SeveralIdsInOneError, scope_ids
 from aizk_integrations._text import without_surrogates
 from aizk_integrations._uuids import canonical_uuid, resource_uri, uuid_text
 
