@@ -184,8 +184,7 @@ def bad_records_message(packing: Packing[Any], scopes_key: str) -> str | None:
     if packed:
         said.append(
             f"{_items(packed, 'is')} an evidence block already: the retrieval packs twice (a "
-            "packer inside the retriever, or before this one); keep one packer, last "
-            "(check_packer_last reads a LangChain retrieval for it)"
+            "packer inside the retriever, or before this one); keep one packer, last"
         )
     unreadable = [held for held in packing.withheld if held.reason is Withheld.UNREADABLE]
     several = sum(held.problem == SEVERAL_IDS_IN_ONE for held in unreadable)
