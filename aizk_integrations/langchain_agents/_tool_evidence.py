@@ -25,6 +25,10 @@ class AizkToolEvidenceMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     holds: for agents whose retriever tool packs with aizk (`AizkEvidenceRetriever`, or a
     retriever piped into `as_runnable()`)."""
 
+    def __init__(self) -> None:
+        # Declared, so an unknown setting is refused by name, as every adapter refuses it.
+        super().__init__()
+
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
