@@ -146,16 +146,25 @@ _INLINE_FOOTNOTE = re.compile(r"\^\[")
 _LINK_DESTINATION = re.compile(r"\][ \t]*(\()")
 """Where an inline link or image's destination opens: CommonMark wants `](`, showdown also
 takes spaces between."""
-_BARE_URL = re.compile(r"(?:(?:https?|ftp|dict)://|www\.)[^\s'\">]*", re.IGNORECASE)
-"""A URL that GFM renderers link without markup, as far as showdown's reading of one goes."""
+_JS_SPACES = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""JavaScript's `\\s`, as a character class's contents. (Python's `\\s` differs: it holds
+`\\x1c`-`\\x1f` and `\\x85`, and not U+FEFF.)"""
+_BARE_URL = re.compile(
+    rf"(?:(?:https?|ftp|dict)://|www\.)[^{_JS_SPACES.replace(chr(0xA0), '')}'\">]*", re.IGNORECASE
+)
+"""A URL that GFM renderers link without markup, as far as showdown's reading of one goes: to
+JavaScript's `\\s`, a quote or a `>` (not to U+00A0, which showdown writes as `&nbsp;` first,
+nor to `\\x1f`, which Python's `\\s` would end it on)."""
 
 _SCRIPT_SCHEMES = ("javascript:", "vbscript:", "data:")
 _DESTINATION_WINDOW = 256
 """How much of a destination is read to find its scheme: ample for `javascript:` spelled in
 character references of seven digits each, and a bound that keeps the reading linear."""
-_URL_NOISE = re.compile(r"[\x00-\x20<>\x7f]+")
+_URL_NOISE = re.compile(rf"[\x00-\x20<>\x7f\s{_JS_SPACES}]+")
 """What a browser drops from a URL before it reads the scheme (controls, spaces, tabs,
-newlines), and the brackets of a pointy destination."""
+newlines), the brackets of a pointy destination, and every space that some renderer trims
+from a destination or skips before one (Python-Markdown's and JavaScript's `\\s`: U+00A0,
+U+3000, U+FEFF ...), where a browser would not."""
 _PUNCTUATION_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 _CONTAINER_MARKER = re.compile(r"[ \t]*(>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$))")
@@ -255,12 +264,15 @@ def _escape_script_link(link: re.Match[str], *, following: str) -> str:
     start on the next line (CommonMark allows one line break before it).
     """
     rest = link.string[link.end() : link.end() + _DESTINATION_WINDOW]
-    if not rest.strip():
-        rest = following[:_DESTINATION_WINDOW]
-    destination = _URL_NOISE.sub("", unquote(unescape(_PUNCTUATION_ESCAPE.sub(r"\1", rest))))
+    destination = _decoded(rest) or _decoded(following[:_DESTINATION_WINDOW])
     if not destination.lower().startswith(_SCRIPT_SCHEMES):
         return link.group(0)
     return link.group(0)[: link.start(1) - link.start()] + "&#40;"
+
+
+def _decoded(destination: str) -> str:
+    """A destination as a browser reads its scheme once a renderer has written it."""
+    return _URL_NOISE.sub("", unquote(unescape(_PUNCTUATION_ESCAPE.sub(r"\1", destination))))
 
 
 def _destinations_escaped(line: str) -> str:
@@ -434,7 +446,7 @@ def _open_fence(lines: list[str]) -> str | None:
     for raw in lines:
         # Where the line sits in the rendered bullet: a text line indented two spaces of its
         # own is already an indented code block there, not a fence.
-        line = (TEXT_OFFSET + raw.expandtabs(4)).rstrip()
+        line = (TEXT_OFFSET + raw.expandtabs(4)).rstrip(" \t")
         if fence is not None:
             if _closes(line, fence):
                 fence = None
@@ -457,7 +469,7 @@ def _closes(line: str, fence: tuple[str, int]) -> bool:
         match is not None
         and match.group(2)[0] == fence[0]
         and len(match.group(2)) >= fence[1]
-        and not match.group(3).strip()
+        and not match.group(3).strip(" \t")
     )
 
 

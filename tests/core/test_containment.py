@@ -182,6 +182,61 @@ def test_a_fence_after_a_list_items_lazy_line_is_still_closed() -> None:
     assert "next item" in text_of(second)
 
 
+# CommonMark's whitespace is a space and a tab: U+00A0, U+3000 and Python's other `isspace`
+# characters are text to it, wherever a rule reads a line's structure.
+
+OTHER_SPACES = ["\u00a0", "\u2003", "\u205f", "\u3000", "\x1f"]
+"""Whitespace to Python's `str.strip` and `\\s`, not to CommonMark (`\\x1f` is a control
+character, the rest Unicode spaces)."""
+
+
+@pytest.mark.parametrize("space", OTHER_SPACES)
+@pytest.mark.parametrize("fence", ["```", "~~~", "````"])
+def test_a_fence_followed_by_any_other_space_does_not_close_and_is_closed_after_the_text(
+    fence: str, space: str
+) -> None:
+    # A closing fence may be followed only by spaces and tabs: this one is a code line, and
+    # the fence it seems to close runs on into the Resource line unless one is added.
+    block = block_of(f"intro\n{fence}\ncode\n{fence}{space}", "next item")
+    assert f"\n    {fence}{space}\n    {fence}\n\n    Resource" in block
+    [first, second] = html_items(block)
+    assert resource_line_is_live(first)
+    assert "next item" in text_of(second)
+
+
+@pytest.mark.parametrize("spaces", [" ", "\t", "  \t "])
+def test_a_fence_followed_by_spaces_and_tabs_still_closes(spaces: str) -> None:
+    text = f"```\ncode\n```{spaces}"
+    block = block_of(text, "next item")
+    assert block.count("```") == 2
+    assert f"\n    ```{spaces}\n\n    Resource" in block
+    assert all(resource_line_is_live(item) for item in html_items(block))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[click](\u00a0javascript:alert(1))",  # Python-Markdown and marked skip it
+        "[click](\ufeffjavascript:alert(1))",  # marked's `\s` holds U+FEFF, Python's does not
+        "[click](\ufeff\njavascript:alert(1))",  # ... and on the next line
+        "[click](\u3000\njavascript:alert(1))",
+        "[x](<\u00a0javascript:alert(1)>)",  # Python-Markdown trims a pointy destination
+        "![x](\u2003\tjavascript:alert(1))",
+    ],
+)
+def test_a_script_link_is_found_after_spaces_some_renderer_skips(text: str) -> None:
+    block = block_of(text, linked=False)
+    assert "]&#40;" in block
+    assert "](" not in block
+
+
+def test_a_control_character_does_not_end_a_bare_url_around_a_link() -> None:
+    # showdown's GitHub flavour reads `\x1f` as part of the URL (JavaScript's `\s` does not
+    # hold it), and would link the URL around the link it wrote.
+    block = block_of("https://a.example/\x1f[x](y)", linked=False)
+    assert block.endswith("\n    https://a.example/\x1f&#91;x](y)")
+
+
 @pytest.mark.parametrize(
     ("text", "shown"),
     [

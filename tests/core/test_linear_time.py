@@ -48,6 +48,7 @@ TEXTS: dict[str, Callable[[int], str]] = {
     "unclosed e-mail autolinks": _repeat("<" + "a" * 30 + "@"),
     "long autolink domain labels": _repeat("<a@" + "b" * 70 + "."),
     "javascript links": _repeat("[a](javascript:"),
+    "spaced javascript links": _repeat("[a](\u00a0\ufeff\u3000"),
     # link reference definitions
     "[ run then ]:": _run_then("[", "]:"),
     "]: run": _repeat("]:"),
@@ -58,6 +59,7 @@ TEXTS: dict[str, Callable[[int], str]] = {
     "tilde run": _repeat("~"),
     "fence lines": _repeat("```\n"),
     "open fences in quotes": _repeat("> ```\n"),
+    "fences that other spaces do not close": _repeat("```\u00a0\n"),
     # nesting markers
     "nested list markers": _run_then("- ", "[x]: y"),
     "nested quote markers": _run_then("> ", "<b>"),
