@@ -175,8 +175,10 @@ _JUPYTER_DELIMITER = re.compile(r"(?<!\\)\$|\\(?=begin\{|end\{)|\\(?=\\[()\[\]])
 _FENCE_LIKE = re.compile(r"```|~~~")
 _SETEXT_UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
 _ATX_HEADING = re.compile(rf"{_CONTENT_START}#{{1,6}}(?:[ \t]|$)")
-_BARE_MARKERS = re.compile(rf"{_CONTENT_START}(?:>|[-*+]|\d{{1,9}}[.)])[ \t]+")
-"""A line of nothing but block-quote and list markers, ending in spaces or tabs."""
+_BARE_MARKERS = re.compile(r"[ \t]*(?:(?:>|(?:[-*+]|\d{1,9}[.)])(?=[ \t]))[ \t]*)+(?<=[ \t])")
+"""A line of nothing but block-quote and list markers, ending in spaces or tabs: each list
+marker followed by a space or a tab, as CommonMark wants of one (`-- `, `** ` and `1.1. ` are
+text, not markers)."""
 _BACKTICK_RUN = re.compile(r"`+")
 
 _HEADER_ONLY_DELIMITER = re.compile(

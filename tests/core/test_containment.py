@@ -237,6 +237,28 @@ def test_a_control_character_does_not_end_a_bare_url_around_a_link() -> None:
     assert block.endswith("\n    https://a.example/\x1f&#91;x](y)")
 
 
+@pytest.mark.parametrize("text", ["-- ", "** ", "1.1. ", "->  ", "+\\- ", "a - ", "#. \t"])
+def test_trailing_spaces_after_text_that_is_no_list_marker_are_kept(text: str) -> None:
+    # Only a list marker is followed by a space or a tab: these are text, shown as written.
+    assert block_of(text, linked=False).endswith("\n    " + text)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("- ", "-"),
+        ("1.\t", "1."),
+        ("> ", ">"),
+        (">> \t", ">>"),
+        ("- > ", "- >"),
+        (">- ", ">-"),
+        ("  * 2) ", "  * 2)"),
+    ],
+)
+def test_trailing_spaces_after_a_line_of_only_markers_are_dropped(text: str, shown: str) -> None:
+    assert block_of(text, linked=False).endswith("\n    " + shown)
+
+
 @pytest.mark.parametrize(
     ("text", "shown"),
     [

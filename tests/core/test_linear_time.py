@@ -68,6 +68,8 @@ TEXTS: dict[str, Callable[[int], str]] = {
     "indentation then a definition": _run_then(" ", "x [y]: z"),
     "tabs then [": _run_then("\t", "["),
     "marker lines": _repeat("- - - - - - - - x\n"),
+    "markers then spaces": _repeat("> - 1. "),
+    "marker look-alikes then spaces": _repeat("-- 1.1. > "),
     # long lines, many lines
     "one long line": _repeat("a"),
     "many short lines": _repeat("a\n"),

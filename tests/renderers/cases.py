@@ -230,6 +230,12 @@ PROBES: dict[str, list[tuple[Field, tuple[str, ...]]]] = {
         ),
         ("text", ("https://a.example/\x1f[x](y)", NEXT)),
     ],
+    # spaces ending the text: kept after text, dropped after a line of only list markers.
+    "line-end": [
+        ("text", ("-- ", NEXT)),
+        ("text", ("** ", "1.1. ", NEXT)),
+        ("text", ("- item\n1.\t", "> ", NEXT)),
+    ],
     # bare URLs, www. and e-mail addresses that GFM renderers turn into links.
     "autolink": [
         ("description", ("see https://evil.example/x",)),
