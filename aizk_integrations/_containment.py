@@ -59,6 +59,7 @@ the MathJax that JupyterLab and nbconvert run on the rendered page too.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import partial
 from html import unescape
 from urllib.parse import unquote
@@ -127,9 +128,10 @@ _SAFE_AUTOLINK = re.compile(
 link. Other schemes are links in CommonMark, but `javascript:` runs script and Python-Markdown
 reads `<other:scheme>` as a tag; showdown passes an autolink with a quote or a backtick
 through as raw HTML, where `<https://x/'/onclick=...>` is an element with a handler; and an
-address starting `<!` or `<?` starts an HTML block at the start of a line. One that follows
-anything but a space is not safe either: showdown's bare URLs run on into it, and the link it
-writes for it lands inside the bare URL's `href`."""
+address starting `<!` or `<?` starts an HTML block at the start of a line. One that a bare URL
+runs on into (`_BARE_URL`: no space between them) is not safe either: showdown's GitHub flavour
+links the bare URL around the link it writes for it, which lands inside the URL's `href`. After
+anything else (a letter, a control character) it is the autolink CommonMark reads there too."""
 
 _CONTENT_START = r"[ \t]*(?:(?:>|[-*+]|\d{1,9}[.)])[ \t]*)*"
 """Indentation and any block-quote or list markers: what comes before a line's content."""
@@ -197,7 +199,7 @@ def contain(lines: list[str]) -> list[str]:
     contained = []
     for number, line in enumerate(lines):
         if "<" in line:
-            line = _HTML_START.sub(_escape_html_start, line)
+            line = _html_escaped(line)
         opener = _LINE_OPENER.match(line)
         if opener is not None:
             line = _escape_opener(opener, definitions) + line[opener.end() :]
@@ -235,13 +237,22 @@ def contain(lines: list[str]) -> list[str]:
     return _hide_no_fence_from_jupyter_math(contained)
 
 
-def _escape_html_start(match: re.Match[str]) -> str:
+def _html_escaped(line: str) -> str:
+    """The line, with each `<` that could open raw HTML as `&lt;`, but a safe autolink's
+    (`_SAFE_AUTOLINK`) that no bare URL runs on into."""
+    in_urls: list[tuple[int, int]] = []
+    if "://" in line or "www." in line.lower():
+        in_urls = [url.span() for url in _BARE_URL.finditer(line)]
+    return _HTML_START.sub(partial(_escape_html_start, in_urls=in_urls), line)
+
+
+def _escape_html_start(match: re.Match[str], *, in_urls: list[tuple[int, int]]) -> str:
     start = match.start()
-    if _SAFE_AUTOLINK.match(match.string, start) and (
-        not start or match.string[start - 1] in " \t"
-    ):
-        return "<"
-    return "&lt;"
+    if _SAFE_AUTOLINK.match(match.string, start) is None:
+        return "&lt;"
+    # The bare URL, if any, whose run holds this `<` (the last one that starts before it).
+    url = bisect_left(in_urls, (start, start)) - 1
+    return "&lt;" if url >= 0 and in_urls[url][1] > start else "<"
 
 
 def _escape_opener(opener: re.Match[str], definitions: bool) -> str:

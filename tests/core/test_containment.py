@@ -320,6 +320,38 @@ def test_an_autolink_and_a_lone_angle_bracket_are_left_as_written(text: str) -> 
     assert block_of(text, linked=False).endswith("\n    " + text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\x1f<http://autolink.example>",  # CommonMark's autolink after any character
+        "see<https://example.org/a>",
+        "a\u00a0<https://example.org/a> b\ufeff<me@example.org>",
+        "a.example\x00<HTTPS://example.org/a>",  # a host with no scheme or `www.` is no URL
+    ],
+)
+def test_an_autolink_no_bare_url_runs_into_is_left_alone_whatever_comes_before(
+    text: str,
+) -> None:
+    block = block_of(text, "next item", linked=False)
+    assert f"\n    {text}\n\n- **Source excerpt**" in block
+    [first, _] = html_items(block)
+    assert first.find(".//a") is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "http://a.example\x1f<http://b.example>",  # showdown: `\x1f` does not end a URL
+        "https://a.example/x<me@example.org>",
+        "www.a.example<https://b.example>",
+        "http://a.example\u00a0<http://b.example>",  # showdown writes U+00A0 as `&nbsp;` first
+    ],
+)
+def test_an_autolink_a_bare_url_runs_on_into_has_its_angle_bracket_escaped(text: str) -> None:
+    at = text.index("<")
+    assert block_of(text, linked=False).endswith(f"\n    {text[:at]}&lt;{text[at + 1 :]}")
+
+
 def test_an_already_escaped_tag_is_not_unescaped_by_a_second_backslash() -> None:
     items = html_items(block_of("\\<script>x", "\\\\<script>y", "after"))
     assert len(items) == 3

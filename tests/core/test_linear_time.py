@@ -49,6 +49,8 @@ TEXTS: dict[str, Callable[[int], str]] = {
     "long autolink domain labels": _repeat("<a@" + "b" * 70 + "."),
     "javascript links": _repeat("[a](javascript:"),
     "spaced javascript links": _repeat("[a](\u00a0\ufeff\u3000"),
+    "autolinks in a bare URL": _repeat("http://a<http://b>"),
+    "autolinks after controls": _repeat("\x1f<http://b>"),
     # link reference definitions
     "[ run then ]:": _run_then("[", "]:"),
     "]: run": _repeat("]:"),

@@ -236,6 +236,13 @@ PROBES: dict[str, list[tuple[Field, tuple[str, ...]]]] = {
         ("text", ("** ", "1.1. ", NEXT)),
         ("text", ("- item\n1.\t", "> ", NEXT)),
     ],
+    # an autolink after a character that is not a space: left alone unless a bare URL runs on
+    # into it.
+    "autolink-after": [
+        ("text", ("\x1f<http://autolink.example>", "see<https://example.org/a>", NEXT)),
+        ("text", ("http://a.example\x1f<http://b.example>", "www.a.example<me@example.org>", NEXT)),
+        ("text", ("http://a.example\u00a0<http://b.example>", NEXT)),
+    ],
     # bare URLs, www. and e-mail addresses that GFM renderers turn into links.
     "autolink": [
         ("description", ("see https://evil.example/x",)),
