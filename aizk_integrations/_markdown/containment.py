@@ -59,6 +59,7 @@ the MathJax that JupyterLab and nbconvert run on the rendered page too.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import partial
 from html import unescape
 from urllib.parse import unquote
@@ -127,9 +128,10 @@ _SAFE_AUTOLINK = re.compile(
 link. Other schemes are links in CommonMark, but `javascript:` runs script and Python-Markdown
 reads `<other:scheme>` as a tag; showdown passes an autolink with a quote or a backtick
 through as raw HTML, where `<https://x/'/onclick=...>` is an element with a handler; and an
-address starting `<!` or `<?` starts an HTML block at the start of a line. One that follows
-anything but a space is not safe either: showdown's bare URLs run on into it, and the link it
-writes for it lands inside the bare URL's `href`."""
+address starting `<!` or `<?` starts an HTML block at the start of a line. One that a bare URL
+runs on into (`_BARE_URL`: no space between them) is not safe either: showdown's GitHub flavour
+links the bare URL around the link it writes for it, which lands inside the URL's `href`. After
+anything else (a letter, a control character) it is the autolink CommonMark reads there too."""
 
 _CONTENT_START = r"[ \t]*(?:(?:>|[-*+]|\d{1,9}[.)])[ \t]*)*"
 """Indentation and any block-quote or list markers: what comes before a line's content."""
@@ -146,16 +148,25 @@ _INLINE_FOOTNOTE = re.compile(r"\^\[")
 _LINK_DESTINATION = re.compile(r"\][ \t]*(\()")
 """Where an inline link or image's destination opens: CommonMark wants `](`, showdown also
 takes spaces between."""
-_BARE_URL = re.compile(r"(?:(?:https?|ftp|dict)://|www\.)[^\s'\">]*", re.IGNORECASE)
-"""A URL that GFM renderers link without markup, as far as showdown's reading of one goes."""
+_JS_SPACES = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""JavaScript's `\\s`, as a character class's contents. (Python's `\\s` differs: it holds
+`\\x1c`-`\\x1f` and `\\x85`, and not U+FEFF.)"""
+_BARE_URL = re.compile(
+    rf"(?:(?:https?|ftp|dict)://|www\.)[^{_JS_SPACES.replace(chr(0xA0), '')}'\">]*", re.IGNORECASE
+)
+"""A URL that GFM renderers link without markup, as far as showdown's reading of one goes: to
+JavaScript's `\\s`, a quote or a `>` (not to U+00A0, which showdown writes as `&nbsp;` first,
+nor to `\\x1f`, which Python's `\\s` would end it on)."""
 
 _SCRIPT_SCHEMES = ("javascript:", "vbscript:", "data:")
 _DESTINATION_WINDOW = 256
 """How much of a destination is read to find its scheme: ample for `javascript:` spelled in
 character references of seven digits each, and a bound that keeps the reading linear."""
-_URL_NOISE = re.compile(r"[\x00-\x20<>\x7f]+")
+_URL_NOISE = re.compile(rf"[\x00-\x20<>\x7f\s{_JS_SPACES}]+")
 """What a browser drops from a URL before it reads the scheme (controls, spaces, tabs,
-newlines), and the brackets of a pointy destination."""
+newlines), the brackets of a pointy destination, and every space that some renderer trims
+from a destination or skips before one (Python-Markdown's and JavaScript's `\\s`: U+00A0,
+U+3000, U+FEFF ...), where a browser would not."""
 _PUNCTUATION_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 _CONTAINER_MARKER = re.compile(r"[ \t]*(>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$))")
@@ -166,8 +177,10 @@ _JUPYTER_DELIMITER = re.compile(r"(?<!\\)\$|\\(?=begin\{|end\{)|\\(?=\\[()\[\]])
 _FENCE_LIKE = re.compile(r"```|~~~")
 _SETEXT_UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
 _ATX_HEADING = re.compile(rf"{_CONTENT_START}#{{1,6}}(?:[ \t]|$)")
-_BARE_MARKERS = re.compile(rf"{_CONTENT_START}(?:>|[-*+]|\d{{1,9}}[.)])[ \t]+")
-"""A line of nothing but block-quote and list markers, ending in spaces or tabs."""
+_BARE_MARKERS = re.compile(r"[ \t]*(?:(?:>|(?:[-*+]|\d{1,9}[.)])(?=[ \t]))[ \t]*)+(?<=[ \t])")
+"""A line of nothing but block-quote and list markers, ending in spaces or tabs: each list
+marker followed by a space or a tab, as CommonMark wants of one (`-- `, `** ` and `1.1. ` are
+text, not markers)."""
 _BACKTICK_RUN = re.compile(r"`+")
 
 _HEADER_ONLY_DELIMITER = re.compile(
@@ -186,7 +199,7 @@ def contain(lines: list[str]) -> list[str]:
     contained = []
     for number, line in enumerate(lines):
         if "<" in line:
-            line = _HTML_START.sub(_escape_html_start, line)
+            line = _html_escaped(line)
         opener = _LINE_OPENER.match(line)
         if opener is not None:
             line = _escape_opener(opener, definitions) + line[opener.end() :]
@@ -224,13 +237,22 @@ def contain(lines: list[str]) -> list[str]:
     return _hide_no_fence_from_jupyter_math(contained)
 
 
-def _escape_html_start(match: re.Match[str]) -> str:
+def _html_escaped(line: str) -> str:
+    """The line, with each `<` that could open raw HTML as `&lt;`, but a safe autolink's
+    (`_SAFE_AUTOLINK`) that no bare URL runs on into."""
+    in_urls: list[tuple[int, int]] = []
+    if "://" in line or "www." in line.lower():
+        in_urls = [url.span() for url in _BARE_URL.finditer(line)]
+    return _HTML_START.sub(partial(_escape_html_start, in_urls=in_urls), line)
+
+
+def _escape_html_start(match: re.Match[str], *, in_urls: list[tuple[int, int]]) -> str:
     start = match.start()
-    if _SAFE_AUTOLINK.match(match.string, start) and (
-        not start or match.string[start - 1] in " \t"
-    ):
-        return "<"
-    return "&lt;"
+    if _SAFE_AUTOLINK.match(match.string, start) is None:
+        return "&lt;"
+    # The bare URL, if any, whose run holds this `<` (the last one that starts before it).
+    url = bisect_left(in_urls, (start, start)) - 1
+    return "&lt;" if url >= 0 and in_urls[url][1] > start else "<"
 
 
 def _escape_opener(opener: re.Match[str], definitions: bool) -> str:
@@ -255,12 +277,15 @@ def _escape_script_link(link: re.Match[str], *, following: str) -> str:
     start on the next line (CommonMark allows one line break before it).
     """
     rest = link.string[link.end() : link.end() + _DESTINATION_WINDOW]
-    if not rest.strip():
-        rest = following[:_DESTINATION_WINDOW]
-    destination = _URL_NOISE.sub("", unquote(unescape(_PUNCTUATION_ESCAPE.sub(r"\1", rest))))
+    destination = _decoded(rest) or _decoded(following[:_DESTINATION_WINDOW])
     if not destination.lower().startswith(_SCRIPT_SCHEMES):
         return link.group(0)
     return link.group(0)[: link.start(1) - link.start()] + "&#40;"
+
+
+def _decoded(destination: str) -> str:
+    """A destination as a browser reads its scheme once a renderer has written it."""
+    return _URL_NOISE.sub("", unquote(unescape(_PUNCTUATION_ESCAPE.sub(r"\1", destination))))
 
 
 def _destinations_escaped(line: str) -> str:
@@ -434,7 +459,7 @@ def _open_fence(lines: list[str]) -> str | None:
     for raw in lines:
         # Where the line sits in the rendered bullet: a text line indented two spaces of its
         # own is already an indented code block there, not a fence.
-        line = (TEXT_OFFSET + raw.expandtabs(4)).rstrip()
+        line = (TEXT_OFFSET + raw.expandtabs(4)).rstrip(" \t")
         if fence is not None:
             if _closes(line, fence):
                 fence = None
@@ -457,7 +482,7 @@ def _closes(line: str, fence: tuple[str, int]) -> bool:
         match is not None
         and match.group(2)[0] == fence[0]
         and len(match.group(2)) >= fence[1]
-        and not match.group(3).strip()
+        and not match.group(3).strip(" \t")
     )
 
 

@@ -193,6 +193,18 @@ def _blank(char: str) -> bool:
 def _visible(char: str) -> bool:
     """A letter, number, punctuation or symbol that shows; or a code point this Python's Unicode
     does not know yet (Sunuwar's letters on Unicode 14.0), which Unicode says must show as a
-    fallback glyph unless it is reserved as default-ignorable."""
+    fallback glyph unless it is reserved as default-ignorable, or is a noncharacter, which is
+    never assigned and which nothing need show.
+
+    Not a mark (it shows only on a base), a private-use character (what it shows is a font's
+    choice, often nothing), a control or a format character: a name of only those shows nothing
+    of its own."""
     category = unicodedata.category(char)
-    return (category[0] in "LNPS" or category == "Cn") and not _blank(char)
+    known = category[0] in "LNPS"
+    return (known or (category == "Cn" and not _noncharacter(char))) and not _blank(char)
+
+
+def _noncharacter(char: str) -> bool:
+    """One of Unicode's 66 noncharacters: U+FDD0..U+FDEF and the last two of every plane."""
+    code = ord(char)
+    return 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE

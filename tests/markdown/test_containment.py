@@ -182,6 +182,83 @@ def test_a_fence_after_a_list_items_lazy_line_is_still_closed() -> None:
     assert "next item" in text_of(second)
 
 
+# CommonMark's whitespace is a space and a tab: U+00A0, U+3000 and Python's other `isspace`
+# characters are text to it, wherever a rule reads a line's structure.
+
+OTHER_SPACES = ["\u00a0", "\u2003", "\u205f", "\u3000", "\x1f"]
+"""Whitespace to Python's `str.strip` and `\\s`, not to CommonMark (`\\x1f` is a control
+character, the rest Unicode spaces)."""
+
+
+@pytest.mark.parametrize("space", OTHER_SPACES)
+@pytest.mark.parametrize("fence", ["```", "~~~", "````"])
+def test_a_fence_followed_by_any_other_space_does_not_close_and_is_closed_after_the_text(
+    fence: str, space: str
+) -> None:
+    # A closing fence may be followed only by spaces and tabs: this one is a code line, and
+    # the fence it seems to close runs on into the Resource line unless one is added.
+    block = block_of(f"intro\n{fence}\ncode\n{fence}{space}", "next item")
+    assert f"\n    {fence}{space}\n    {fence}\n\n    Resource" in block
+    [first, second] = html_items(block)
+    assert resource_line_is_live(first)
+    assert "next item" in text_of(second)
+
+
+@pytest.mark.parametrize("spaces", [" ", "\t", "  \t "])
+def test_a_fence_followed_by_spaces_and_tabs_still_closes(spaces: str) -> None:
+    text = f"```\ncode\n```{spaces}"
+    block = block_of(text, "next item")
+    assert block.count("```") == 2
+    assert f"\n    ```{spaces}\n\n    Resource" in block
+    assert all(resource_line_is_live(item) for item in html_items(block))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[click](\u00a0javascript:alert(1))",  # Python-Markdown and marked skip it
+        "[click](\ufeffjavascript:alert(1))",  # marked's `\s` holds U+FEFF, Python's does not
+        "[click](\ufeff\njavascript:alert(1))",  # ... and on the next line
+        "[click](\u3000\njavascript:alert(1))",
+        "[x](<\u00a0javascript:alert(1)>)",  # Python-Markdown trims a pointy destination
+        "![x](\u2003\tjavascript:alert(1))",
+    ],
+)
+def test_a_script_link_is_found_after_spaces_some_renderer_skips(text: str) -> None:
+    block = block_of(text, linked=False)
+    assert "]&#40;" in block
+    assert "](" not in block
+
+
+def test_a_control_character_does_not_end_a_bare_url_around_a_link() -> None:
+    # showdown's GitHub flavour reads `\x1f` as part of the URL (JavaScript's `\s` does not
+    # hold it), and would link the URL around the link it wrote.
+    block = block_of("https://a.example/\x1f[x](y)", linked=False)
+    assert block.endswith("\n    https://a.example/\x1f&#91;x](y)")
+
+
+@pytest.mark.parametrize("text", ["-- ", "** ", "1.1. ", "->  ", "+\\- ", "a - ", "#. \t"])
+def test_trailing_spaces_after_text_that_is_no_list_marker_are_kept(text: str) -> None:
+    # Only a list marker is followed by a space or a tab: these are text, shown as written.
+    assert block_of(text, linked=False).endswith("\n    " + text)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("- ", "-"),
+        ("1.\t", "1."),
+        ("> ", ">"),
+        (">> \t", ">>"),
+        ("- > ", "- >"),
+        (">- ", ">-"),
+        ("  * 2) ", "  * 2)"),
+    ],
+)
+def test_trailing_spaces_after_a_line_of_only_markers_are_dropped(text: str, shown: str) -> None:
+    assert block_of(text, linked=False).endswith("\n    " + shown)
+
+
 @pytest.mark.parametrize(
     ("text", "shown"),
     [
@@ -241,6 +318,38 @@ def test_raw_html_cannot_swallow_or_escape_the_items_after_it(opening: str) -> N
 )
 def test_an_autolink_and_a_lone_angle_bracket_are_left_as_written(text: str) -> None:
     assert block_of(text, linked=False).endswith("\n    " + text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\x1f<http://autolink.example>",  # CommonMark's autolink after any character
+        "see<https://example.org/a>",
+        "a\u00a0<https://example.org/a> b\ufeff<me@example.org>",
+        "a.example\x00<HTTPS://example.org/a>",  # a host with no scheme or `www.` is no URL
+    ],
+)
+def test_an_autolink_no_bare_url_runs_into_is_left_alone_whatever_comes_before(
+    text: str,
+) -> None:
+    block = block_of(text, "next item", linked=False)
+    assert f"\n    {text}\n\n- **Source excerpt**" in block
+    [first, _] = html_items(block)
+    assert first.find(".//a") is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "http://a.example\x1f<http://b.example>",  # showdown: `\x1f` does not end a URL
+        "https://a.example/x<me@example.org>",
+        "www.a.example<https://b.example>",
+        "http://a.example\u00a0<http://b.example>",  # showdown writes U+00A0 as `&nbsp;` first
+    ],
+)
+def test_an_autolink_a_bare_url_runs_on_into_has_its_angle_bracket_escaped(text: str) -> None:
+    at = text.index("<")
+    assert block_of(text, linked=False).endswith(f"\n    {text[:at]}&lt;{text[at + 1 :]}")
 
 
 def test_an_already_escaped_tag_is_not_unescaped_by_a_second_backslash() -> None:

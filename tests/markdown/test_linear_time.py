@@ -48,6 +48,9 @@ TEXTS: dict[str, Callable[[int], str]] = {
     "unclosed e-mail autolinks": _repeat("<" + "a" * 30 + "@"),
     "long autolink domain labels": _repeat("<a@" + "b" * 70 + "."),
     "javascript links": _repeat("[a](javascript:"),
+    "spaced javascript links": _repeat("[a](\u00a0\ufeff\u3000"),
+    "autolinks in a bare URL": _repeat("http://a<http://b>"),
+    "autolinks after controls": _repeat("\x1f<http://b>"),
     # link reference definitions
     "[ run then ]:": _run_then("[", "]:"),
     "]: run": _repeat("]:"),
@@ -58,6 +61,7 @@ TEXTS: dict[str, Callable[[int], str]] = {
     "tilde run": _repeat("~"),
     "fence lines": _repeat("```\n"),
     "open fences in quotes": _repeat("> ```\n"),
+    "fences that other spaces do not close": _repeat("```\u00a0\n"),
     # nesting markers
     "nested list markers": _run_then("- ", "[x]: y"),
     "nested quote markers": _run_then("> ", "<b>"),
@@ -66,6 +70,8 @@ TEXTS: dict[str, Callable[[int], str]] = {
     "indentation then a definition": _run_then(" ", "x [y]: z"),
     "tabs then [": _run_then("\t", "["),
     "marker lines": _repeat("- - - - - - - - x\n"),
+    "markers then spaces": _repeat("> - 1. "),
+    "marker look-alikes then spaces": _repeat("-- 1.1. > "),
     # long lines, many lines
     "one long line": _repeat("a"),
     "many short lines": _repeat("a\n"),

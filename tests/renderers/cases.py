@@ -216,6 +216,33 @@ PROBES: dict[str, list[tuple[Field, tuple[str, ...]]]] = {
         ("text", ("![x](javascript:alert(1))", NEXT)),
         ("text", ('<a href="javascript:alert(1)">x</a>', NEXT)),
     ],
+    # whitespace that is CommonMark's (a space, a tab) or not (U+00A0, U+3000, `\x1f`), where a
+    # rule reads a line's structure: a fence that does not close, a script link some renderer
+    # skips spaces to reach, a bare URL that a control character does not end.
+    "whitespace": [
+        ("text", ("intro\n```\ncode\n```\u00a0", NEXT)),
+        ("text", ("~~~\ncode\n~~~\u3000", "```\ncode\n```\x1f", NEXT)),
+        ("text", ("```\ncode\n``` \t", NEXT)),
+        ("text", ("[click](\u00a0javascript:alert(1))", "[x](<\u00a0javascript:alert(1)>)", NEXT)),
+        (
+            "text",
+            ("[click](\ufeffjavascript:alert(1))", "[click](\ufeff\njavascript:alert(1))", NEXT),
+        ),
+        ("text", ("https://a.example/\x1f[x](y)", NEXT)),
+    ],
+    # spaces ending the text: kept after text, dropped after a line of only list markers.
+    "line-end": [
+        ("text", ("-- ", NEXT)),
+        ("text", ("** ", "1.1. ", NEXT)),
+        ("text", ("- item\n1.\t", "> ", NEXT)),
+    ],
+    # an autolink after a character that is not a space: left alone unless a bare URL runs on
+    # into it.
+    "autolink-after": [
+        ("text", ("\x1f<http://autolink.example>", "see<https://example.org/a>", NEXT)),
+        ("text", ("http://a.example\x1f<http://b.example>", "www.a.example<me@example.org>", NEXT)),
+        ("text", ("http://a.example\u00a0<http://b.example>", NEXT)),
+    ],
     # bare URLs, www. and e-mail addresses that GFM renderers turn into links.
     "autolink": [
         ("description", ("see https://evil.example/x",)),
