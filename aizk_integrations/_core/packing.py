@@ -1,7 +1,7 @@
 """The packing walk: deciding where to stop in a list that is already in merit order.
 
 There is one walk. `pack` (the seed's six lines), `pack_block`, `explain` and both adapters all
-go through it; what a budget pays for changes only how each item is priced (`_pricing`).
+go through it; what a budget pays for changes only how each item is priced (`_core.pricing`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ structure and the least escaping that structure needs. The rule: retrieved text 
 verbatim, except the least escaping needed so that, read raw by a model or rendered by the
 renderers the block is shown in (CommonMark, GFM, markdown-it and remark with math and
 footnotes, MyST, Python-Markdown, showdown, marked, Jupyter) and parsed as HTML5, it stays
-inside its own bullet and changes nothing outside it (`_containment` lists every
+inside its own bullet and changes nothing outside it (`_markdown.containment` lists every
 transformation). Besides that:
 
 * every line of an evidence text is indented four spaces after all of Python's line breaks
@@ -16,9 +16,9 @@ transformation). Besides that:
   or a new bullet;
 * scope names are folded onto one line and wrapped in a code span whose backtick fence is longer
   than any backtick run inside, so a hostile name cannot close the span or start a new line (and
-  names that could forge a label are refused when a scope is made, see `_scopes`);
+  names that could forge a label are refused when a scope is made, see `_scopes.directory`);
 * scope descriptions are folded onto one line and shown as inert text, links and all
-  (`_containment.inert`);
+  (`_markdown.containment.inert`);
 * resource URIs are built only from canonical UUID text (see `_uuids.resource_uri`).
 """
 

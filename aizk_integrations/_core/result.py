@@ -72,7 +72,7 @@ class RecallResult(BaseModel):
     def shared_scopes(self) -> tuple[Scope, ...]:
         """Scopes the evidence came from, minus the reader's private one, by name.
 
-        These head the block; `_rendering.shared_scopes` says why private is left out.
+        These head the block; `_core.rendering.shared_scopes` says why private is left out.
         """
         return shared_scopes(self.evidence)
 

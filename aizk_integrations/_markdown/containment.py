@@ -8,7 +8,7 @@ bullet is fine (the seed's own facts are nested list lines); what is neutralised
 reaches outside the item, or runs script from inside it:
 
 * any line break: a line at column 0 would pose as a heading or a bullet, so every line is
-  indented four spaces (`_rendering.indent_lines`);
+  indented four spaces (`_core.rendering.indent_lines`);
 * raw HTML (`<tag`, `</tag`, `<!--`, `<!x`, `<?`) opens or closes elements around later items
   or swallows them (`<script>`, `<!--`, `<textarea>`, `</li></ul>`): its `<` becomes `&lt;`,
   and so does the `<` of an autolink to anything but `http:`/`https:` or an e-mail address

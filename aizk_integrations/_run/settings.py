@@ -2,7 +2,7 @@
 
 Each adapter is a pydantic model of its framework's base class that also inherits these
 fields, so LangChain and LlamaIndex users configure the packer the same way and the rules are
-written once. The run the adapters make with them is `_run.run`.
+written once. The run the adapters make with them is `_run.run.run`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Two strings are confusable when their skeletons are equal (UTS #39, section 4): a skeleton is
 the string in NFD, with its default-ignorable code points removed, each character replaced by
 its prototype from `confusables.txt`, and put in NFD again. A scope name is held to it
-(`_scope_names.check_scope_name`) so that no organization can be called something that reads as
+(`_scopes.names.check_scope_name`) so that no organization can be called something that reads as
 `private` (with a Cyrillic er, U+0440, in full-width letters, or followed by a variation
 selector) or that holds a look-alike of the label's ` ∩ ` (`⋂`, Armenian `Ո`).
 

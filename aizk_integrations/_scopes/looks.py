@@ -1,7 +1,7 @@
 """What a text looks like to a reader, by Unicode's data: the skeletons that say which names
 pass for which.
 
-UTS #39's skeleton (`_confusables.skeleton`) is Unicode's rule for two strings that look
+UTS #39's skeleton (`_scopes.confusables.skeleton`) is Unicode's rule for two strings that look
 alike, but it leaves some look-alikes to the reader: full-width and mathematical letters to
 NFKC (U+FF52 is the `r` it shows), capitals to case folding (`İ` folds to `i` and a dot), a dot
 above on an `i` or a `j`, which renders on the dot the letter already has (a dotless or a dotted

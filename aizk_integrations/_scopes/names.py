@@ -4,7 +4,7 @@ The block labels an item with its scope names joined by ` ∩ ` in one code span
 label is narrow, and each rule below is one way to do it; what a script needs to be written is
 not among them, so a name in any language passes (`tests/data/accepted_scope_names.json`
 holds the name of every language and script CLDR knows, in itself). What looks alike is
-Unicode's data, not a list of ours (`_looks`, `_unicode_data`):
+Unicode's data, not a list of ours (`_scopes.looks`, `_scopes.unicode_data`):
 
 * the separator: `∩` itself, a symbol that looks like it (`⋂`), or a letter that looks like it
   standing as a word of its own (`book Ո club`), which would pass for two scopes; such a letter
@@ -16,7 +16,7 @@ Unicode's data, not a list of ours (`_looks`, `_unicode_data`):
   reader reads them;
 * a line break, which the label would show as a space, so the name would look like another;
 * invisible format characters (bidi controls, zero-width spaces) except where a script or an
-  emoji sequence writes them (`_joiners`), and spaces or invisible characters at an edge;
+  emoji sequence writes them (`_scopes.joiners`), and spaces or invisible characters at an edge;
 * nothing visible at all.
 """
 
@@ -183,7 +183,7 @@ _HIDDEN = frozenset({"Cc", "Cf"})
 surrogates never get this far: `Scope` refuses them as text no encoding can carry.)"""
 _BLANK_SYMBOLS = frozenset("\u2800")
 """BRAILLE PATTERN BLANK: a symbol that renders as nothing, which Unicode does not call
-ignorable (the Hangul and Khmer fillers it does, `_confusables.default_ignorable`)."""
+ignorable (the Hangul and Khmer fillers it does, `_scopes.confusables.default_ignorable`)."""
 
 
 def _blank(char: str) -> bool:

@@ -1,7 +1,7 @@
 """What the filter languages of the stores both adapters support can say about one reader.
 
 A store filter matches stored values, so it is asked for every spelling of the reader's ids
-(`_scope_ids.spellings`), texts and numbers apart. How a filter grows with the reader decides
+(`_scopes.ids.spellings`), texts and numbers apart. How a filter grows with the reader decides
 the plan: up to a store's `most` values the reader goes into the query; past it the query
 would fail or crawl (Chroma caps an expression at depth 1000, takes seconds over thousands of
 clauses and crashed near ten thousand; Qdrant's local mode compares every stored value with

@@ -307,6 +307,6 @@ def unreported_packing(
     fetched: Fetched | None = None,
 ) -> Packing[Document]:
     """The packing alone, with no trace and no report: the walk an async store's pages are
-    fetched for (`_paging.fetched_pages`) before the one that reports."""
+    fetched for (`_run.paging.fetched_pages`) before the one that reports."""
     budget, reader = request_settings(compressor, config)
     return run(documents, DOCUMENTS, compressor, budget=budget, reader=reader, fetched=fetched)
