@@ -73,7 +73,6 @@ from aizk_integrations.langchain import (
 from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
     pgvector_scoped_query,
-    reading_as,
 )
 from aizk_integrations.llama_index import AizkScopedRetriever as LlamaIndexScoped
 from aizk_integrations.llama_index import postgres_setup as llama_index_postgres_setup
@@ -217,9 +216,8 @@ def by_hand(
         packer = AizkEvidenceCompressor(reader=reader, budget=BUDGET, return_documents=True)
         return len(packer.compress_documents(documents, question))
     nodes = HandWrittenNodes(engine, reader, wanted).retrieve(question)
-    evidence = AizkEvidencePostprocessor(budget=BUDGET, return_nodes=True)
-    with reading_as(reader):
-        return len(evidence.postprocess_nodes(nodes, query_str=question))
+    evidence = AizkEvidencePostprocessor(reader=reader, budget=BUDGET, return_nodes=True)
+    return len(evidence.postprocess_nodes(nodes, query_str=question))
 
 
 @dataclass(frozen=True)
@@ -266,8 +264,7 @@ class Scoped:
             config: RunnableConfig = {"configurable": {"aizk_reader": reader}}
             blocks = self._langchain.invoke(question, config=config)
             return int(blocks[0].metadata["aizk_counts"]["kept"]) if blocks else 0
-        with reading_as(reader):
-            found = self._llama_index.retrieve(question)
+        found = self._llama_index.for_reader(reader).retrieve(question)
         return int(found[0].node.metadata["aizk_counts"]["kept"]) if found else 0
 
     def close(self) -> None:

@@ -39,7 +39,6 @@ from aizk_integrations.langchain_agents import AizkMemoryMiddleware
 from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
     AizkMemoryBlock,
-    reading_as,
 )
 from tests.adapters.recorders import ChatModelCalls, SettingsRecorder
 
@@ -223,10 +222,9 @@ def notes_index() -> VectorStoreIndex:
     return VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
 
 
-def run_turns(
-    questions: list[str], reader: ScopeDirectory | None, block: AizkMemoryBlock, limit: int = 3000
-) -> list[ChatMessage]:
-    """Ask an agent `questions` in turn, one conversation, and return its LLM's last input."""
+def run_turns(questions: list[str], block: AizkMemoryBlock, limit: int = 3000) -> list[ChatMessage]:
+    """Ask an agent `questions` in turn, one conversation (its reader the one `block`'s evidence
+    is bound to), and return its LLM's last input."""
     llm = MockFunctionCallingLLMWithChatMemoryOfLastCall()
     agent = FunctionAgent(tools=[], llm=llm, system_prompt=INSTRUCTIONS)
 
@@ -242,11 +240,7 @@ def run_turns(
         )
         try:
             for question in questions:
-                if reader is None:
-                    await agent.run(question, memory=memory)
-                else:
-                    with reading_as(reader):
-                        await agent.run(question, memory=memory)
+                await agent.run(question, memory=memory)
         finally:
             await engine.dispose()
 
@@ -257,8 +251,11 @@ def run_turns(
 
 @llama_index_agent
 def test_the_block_reaches_the_llm_in_the_latest_user_turn_for_the_right_reader() -> None:
-    block = AizkMemoryBlock(retriever=notes_index().as_retriever(similarity_top_k=3))
-    messages = run_turns(["What is up?", "Anything to buy?"], ANA, block)
+    block = AizkMemoryBlock(
+        retriever=notes_index().as_retriever(similarity_top_k=3),
+        evidence=AizkEvidencePostprocessor(budget_covers="block").for_reader(ANA),
+    )
+    messages = run_turns(["What is up?", "Anything to buy?"], block)
     latest = messages[-1]
     assert latest.role == MessageRole.USER
     assert BOUNDARY in str(latest.content)
@@ -272,7 +269,7 @@ def test_the_block_reaches_the_llm_in_the_latest_user_turn_for_the_right_reader(
 @llama_index_agent
 def test_with_no_reader_the_memory_recalls_only_public_evidence() -> None:
     block = AizkMemoryBlock(retriever=notes_index().as_retriever(similarity_top_k=3))
-    latest = run_turns(["What is up?"], None, block)[-1]
+    latest = run_turns(["What is up?"], block)[-1]
     assert "The office closes early" in str(latest.content)
     assert "Sam" not in str(latest.content)
     assert "Ana" not in str(latest.content)
@@ -285,10 +282,10 @@ def test_a_tight_token_limit_shrinks_the_block_to_a_shorter_prefix_within_it() -
         for n in range(12)
     ]
     index = VectorStoreIndex(many, embed_model=MockEmbedding(embed_dim=8))
-    evidence = AizkEvidencePostprocessor(budget=4000, budget_covers="block")
+    evidence = AizkEvidencePostprocessor(budget=4000, budget_covers="block").for_reader(SAM)
     block = AizkMemoryBlock(retriever=index.as_retriever(similarity_top_k=12), evidence=evidence)
-    roomy = run_turns(["What do my notes say?"], SAM, block, limit=5000)[-1]
-    tight = run_turns(["What do my notes say?"], SAM, block, limit=300)[-1]
+    roomy = run_turns(["What do my notes say?"], block, limit=5000)[-1]
+    tight = run_turns(["What do my notes say?"], block, limit=300)[-1]
     assert str(roomy.content).count("Sam's note") == 12
     assert 0 < str(tight.content).count("Sam's note") < 12
     assert len(get_tokenizer()(str(tight.content))) <= 300
@@ -300,34 +297,31 @@ def test_the_block_shares_the_postprocessors_settings() -> None:
     block = AizkMemoryBlock(
         retriever=notes_index().as_retriever(similarity_top_k=3), evidence=evidence
     )
-    latest = run_turns(["What is up?"], None, block)[-1]
+    latest = run_turns(["What is up?"], block)[-1]
     assert str(latest.content).count("- **") == 1  # 12 tokens keep one of the two Sam may see
     assert "Ana" not in str(latest.content)
 
 
-def test_one_block_shared_by_two_sessions_shrinks_each_sessions_own_evidence() -> None:
+def test_two_readers_sessions_over_one_retriever_each_shrink_their_own_evidence() -> None:
     notes = [
         TextNode(text=f"{who}'s note {n}.", metadata={"scopes": [who.lower()]})
         for who in ("Sam", "Ana")
         for n in range(3)
     ]
     index = VectorStoreIndex(notes, embed_model=MockEmbedding(embed_dim=8))
-    block = AizkMemoryBlock(
-        retriever=index.as_retriever(similarity_top_k=6),
-        evidence=AizkEvidencePostprocessor(budget=4000, budget_covers="block"),
+    retriever = index.as_retriever(similarity_top_k=6)
+    evidence = AizkEvidencePostprocessor(budget=4000, budget_covers="block")
+    sams_block, anas_block = (
+        AizkMemoryBlock(retriever=retriever, evidence=evidence.for_reader(reader))
+        for reader in (SAM, ANA)
     )
     asked = [ChatMessage(role=MessageRole.USER, content="What is up?")]
 
-    async def shrunk_for(reader: ScopeDirectory, content: str) -> str | None:
-        with reading_as(reader):
-            return await block.atruncate(content, 1)
-
     async def sessions() -> tuple[str, str, str | None, str | None]:
-        with reading_as(SAM):
-            sams = await block.aget(asked)
-        with reading_as(ANA):
-            anas = await block.aget(asked)  # another session, between Sam's read and shrink
-        return sams, anas, await shrunk_for(SAM, sams), await shrunk_for(ANA, anas)
+        sams = await sams_block.aget(asked)
+        anas = await anas_block.aget(asked)  # another session, between Sam's read and shrink
+        sams_shrunk = await sams_block.atruncate(sams, 1)
+        return sams, anas, sams_shrunk, await anas_block.atruncate(anas, 1)
 
     sams, anas, sams_shrunk, anas_shrunk = asyncio.run(sessions())
     for full, shrunk, other in ((sams, sams_shrunk, "Ana"), (anas, anas_shrunk, "Sam")):
@@ -355,16 +349,15 @@ def test_nothing_to_recall_for_gives_no_block(messages: list[ChatMessage]) -> No
 def test_shrinking_a_block_to_exactly_one_token_still_packs_within_it() -> None:
     notes = [TextNode(text=f"Sam's note {n}.", metadata={"scopes": ["sam"]}) for n in range(3)]
     index = VectorStoreIndex(notes, embed_model=MockEmbedding(embed_dim=8))
+    evidence = AizkEvidencePostprocessor(budget_covers="block", token_counter=_one_if_whole)
     block = AizkMemoryBlock(
-        retriever=index.as_retriever(similarity_top_k=3),
-        evidence=AizkEvidencePostprocessor(budget_covers="block", token_counter=_one_if_whole),
+        retriever=index.as_retriever(similarity_top_k=3), evidence=evidence.for_reader(SAM)
     )
 
     async def shrink() -> str | None:
-        with reading_as(SAM):
-            content = await block.aget([ChatMessage(role=MessageRole.USER, content="Up?")])
-            _WHOLE.append(content)
-            return await block.atruncate(content, _one_if_whole(content) - 1)
+        content = await block.aget([ChatMessage(role=MessageRole.USER, content="Up?")])
+        _WHOLE.append(content)
+        return await block.atruncate(content, _one_if_whole(content) - 1)
 
     shrunk = asyncio.run(shrink())
     assert shrunk is not None  # a budget of one token is a budget, not none

@@ -12,6 +12,9 @@ read), and well formed or malformed in every way the packer knows. Through every
 * no other item's text, metadata or id appears in the block, the error, a log record (to DEBUG)
   or a trace (LangChain's runs, LlamaIndex's events and spans), except in the retriever's own
   run, which is the framework's: it hands over what it found before the packer sees any of it.
+  LlamaIndex records the arguments of the postprocessor's span as it records that retriever's
+  result, so they are the framework's record of the handover too; on the recommended path,
+  `AizkScopedRetriever`, no span at all, arguments included, carries another reader's item.
 
 The oracle is written from the docs' rules, not from the packer's code.
 """
@@ -40,12 +43,16 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import collect_runs
 from langchain_core.tracers.schemas import Run
+from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever as LlamaRetriever
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores import SimpleVectorStore
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 from pydantic import Field
 
 from aizk_integrations import PUBLIC, EvidenceError, Scope, ScopeDirectory
@@ -55,7 +62,8 @@ from aizk_integrations.llama_index import (
     AizkEvidencePackedEvent,
     AizkEvidencePostprocessor,
     AizkMemoryBlock,
-    reading_as,
+    AizkScopedRetriever,
+    ScopeFilter,
 )
 from tests.adapters.harness import Adapter
 from tests.adapters.recorders import ChatModelCalls
@@ -251,6 +259,9 @@ class Seen:
 FRAMEWORK_OWN = ("FixedDocuments", "FixedNodes")
 """The retrievers these tests hand the items over with: their own runs, events and spans are
 the framework's record of what they returned, which holds every item by design."""
+HANDED = "AizkEvidencePostprocessor._postprocess_nodes-"
+"""The postprocessor's span, whose arguments LlamaIndex records: the nodes handed to it, every
+item by design, as the retriever's result was. Its result and error are checked all the same."""
 
 
 def _runs(runs: list[Run]) -> Iterator[Run]:
@@ -260,9 +271,10 @@ def _runs(runs: list[Run]) -> Iterator[Run]:
 
 
 @contextmanager
-def observed() -> Iterator[Seen]:
+def observed(every_span: bool = False) -> Iterator[Seen]:
     """Record every channel while the body calls an entry point: LangChain's runs, LlamaIndex's
-    events and spans, and every log record down to DEBUG."""
+    events and spans (with `every_span`, the postprocessor's arguments too), and every log
+    record down to DEBUG."""
     seen = Seen()
     events, spans, lines = Events(), SpanRecorder(), Lines()
     dispatcher = get_dispatcher()
@@ -293,7 +305,16 @@ def observed() -> Iterator[Seen]:
             seen.counts = event.counts
         if not event.span_id or not event.span_id.startswith(FRAMEWORK_OWN):
             seen.channels.append(repr(event.model_dump()))
-    seen.channels += [told for id_, told in spans.told() if not id_.startswith(FRAMEWORK_OWN)]
+    seen.channels += [
+        repr(arguments)
+        for id_, arguments in spans.entered
+        if not id_.startswith(FRAMEWORK_OWN) and (every_span or not id_.startswith(HANDED))
+    ]
+    seen.channels += [
+        repr(told)
+        for id_, told in [*spans.exited, *spans.dropped]
+        if not id_.startswith(FRAMEWORK_OWN)
+    ]
     seen.channels += [record.getMessage() for record in lines.records]
     seen.warnings = [
         record.getMessage()
@@ -352,6 +373,21 @@ class FixedNodes(LlamaRetriever):
         return list(self._found)
 
 
+class Handing(SimpleVectorStore):
+    """A store that answers every query with its first `found` nodes, in order, whatever the
+    filter: one queried unfiltered (as FAISS is), handing scoped retrieval every reader's items
+    to check again."""
+
+    found: list[Any] = Field(default_factory=list)
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        page = self.found[: query.similarity_top_k]
+        return VectorStoreQueryResult(nodes=page, ids=[node.node_id for node in page])
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        return self.query(query, **kwargs)
+
+
 def text_of(returned: list[Any]) -> tuple[str, str]:
     """The returned block's text, and it with its metadata: everything a caller gets back."""
     blocks, metadata = [], []
@@ -404,16 +440,29 @@ def through_the_memory_block(
     records: list[Record], reader: ScopeDirectory | None, budget: int, strict: bool
 ) -> str:
     evidence = AizkEvidencePostprocessor(budget=budget, raise_on_malformed=strict)
+    if reader is not None:
+        evidence = evidence.for_reader(reader)
     block = AizkMemoryBlock(retriever=FixedNodes(nodes(records)), evidence=evidence)
     asked = [ChatMessage(role=MessageRole.USER, content=QUESTION)]
+    return asyncio.run(block.aget(asked))
 
-    async def recall() -> str:
-        if reader is None:
-            return await block.aget(asked)
-        with reading_as(reader):
-            return await block.aget(asked)
 
-    return asyncio.run(recall())
+def through_scoped_retrieval(
+    records: list[Record], reader: ScopeDirectory | None, budget: int, strict: bool
+) -> tuple[str, str]:
+    store = Handing()  # SimpleVectorStore's constructor drops keywords it does not know
+    store.found = [scored.node for scored in nodes(records)]
+    index = VectorStoreIndex(
+        [],
+        storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=MockEmbedding(embed_dim=8),
+    )
+    evidence = AizkEvidencePostprocessor(budget=budget, raise_on_malformed=strict)
+    retriever = AizkScopedRetriever(index, evidence=evidence, scoped_query=lambda _: ScopeFilter())
+    assert reader is not None  # with none, scoped retrieval returns nothing at all
+    bound = retriever.for_reader(reader)
+    found = bound.retrieve(QUESTION) if budget % 2 else asyncio.run(bound.aretrieve(QUESTION))
+    return text_of(found)
 
 
 @dataclass(frozen=True)
@@ -457,9 +506,14 @@ laws = settings(
 
 
 def call(
-    entry: EntryPoint, records: list[Record], reader: str | None, budget: int, strict: bool
+    entry: EntryPoint,
+    records: list[Record],
+    reader: str | None,
+    budget: int,
+    strict: bool,
+    every_span: bool = False,
 ) -> Seen:
-    with observed() as seen:
+    with observed(every_span) as seen:
         returned = entry.call(records, READERS[reader], budget, strict)
         seen.block, metadata = returned if isinstance(returned, tuple) else (returned, "")
         seen.channels.append(metadata)
@@ -489,6 +543,29 @@ def test_every_reader_gets_their_well_formed_prefix_told_of_their_bad_records_an
             entry.name(*item) for item in oracle.malformed if entry.name(*item) not in told
         ] == []
         assert set(re.findall(r"I\d{3}Q", told)) == {id_ for _, id_ in oracle.malformed}
+        assert leaked(seen, records, reader) == []
+
+
+NOT_A_MAPPING = ("metadata that is None", "metadata that is text", "metadata that is a list")
+"""Metadata no node a store builds can hold: scoped retrieval reads `metadata.get` unguarded."""
+
+
+@laws
+@given(
+    records=records.filter(lambda drawn: all(r.flaw not in NOT_A_MAPPING for r in drawn)),
+    budget=st.integers(min_value=1, max_value=80),
+)
+def test_through_scoped_retrieval_no_channel_spans_arguments_included_carries_anothers_item(
+    records: list[Record], budget: int
+) -> None:
+    entry = EntryPoint(through_scoped_retrieval, LLAMA_INDEX_NAME, "nodes[{}]".format)
+    for reader in ("sam", "ana"):
+        seen = call(entry, records, reader, budget, strict=False, every_span=True)
+        oracle = expected(records, reader, budget)
+        assert seen.error is None
+        assert re.findall(r"T\d{3}Q", seen.block) == oracle.kept
+        assert seen.counts is not None
+        assert seen.counts["kept"] == oracle.counts["kept"]
         assert leaked(seen, records, reader) == []
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any, Literal
 
@@ -47,7 +48,6 @@ from aizk_integrations.llama_index import (
     AizkContextChatEngine,
     AizkEvidencePostprocessor,
     AizkScopedRetriever,
-    reading_as,
 )
 from tests.adapters.word_embedding import WordEmbedding
 from tests.scoped_corpus import READERS, directory_of, notes, readable_by
@@ -185,9 +185,8 @@ def examples(count: int) -> settings:
 def test_the_block_heads_the_latest_user_turn_and_the_system_turn_keeps_instructions(
     engine: Engine,
 ) -> None:
-    chat = build(engine)
-    with reading_as(SAM):
-        response = chat.chat("What is up with the sidecar?")
+    chat = build(engine).for_reader(SAM)
+    response = chat.chat("What is up with the sidecar?")
     [(system, instructions), (user, question)] = turns(str(response))[:2]
     assert (system, user) == ("system", "user")
     assert instructions.strip() == INSTRUCTIONS
@@ -200,10 +199,9 @@ def test_the_block_heads_the_latest_user_turn_and_the_system_turn_keeps_instruct
 def test_a_later_turn_carries_one_block_and_earlier_turns_only_their_words(
     engine: Engine,
 ) -> None:
-    chat = build(engine)
-    with reading_as(SAM):
-        chat.chat("What is up with the sidecar?")
-        response = chat.chat("And since when?")
+    chat = build(engine).for_reader(SAM)
+    chat.chat("What is up with the sidecar?")
+    response = chat.chat("And since when?")
     messages = turns(str(response))
     user_turns = [content for role, content in messages if role == "user"]
     assert user_turns[0].strip() == "What is up with the sidecar?"
@@ -214,15 +212,14 @@ def test_a_later_turn_carries_one_block_and_earlier_turns_only_their_words(
 
 def test_an_async_chat_puts_the_block_in_the_user_turn_too(engine: Engine) -> None:
     async def asking() -> str:
-        with reading_as(ANA):
-            return str(await build(engine).achat("Anything to buy?"))
+        return str(await build(engine).for_reader(ANA).achat("Anything to buy?"))
 
     assert_anas_turns(asyncio.run(asking()))
 
 
 def test_a_streamed_chat_puts_the_block_in_the_user_turn_too(engine: Engine) -> None:
-    with reading_as(ANA):
-        assert_anas_turns("".join(build(engine).stream_chat("Anything to buy?").response_gen))
+    chat = build(engine).for_reader(ANA)
+    assert_anas_turns("".join(chat.stream_chat("Anything to buy?").response_gen))
 
 
 def assert_anas_turns(answer: str) -> None:
@@ -260,8 +257,7 @@ def test_the_engines_template_keeps_its_function_mappings_in_the_one_call(
         memory=ChatMemoryBuffer.from_defaults(llm=llm),
         node_postprocessors=[AizkEvidencePostprocessor()],
     )
-    with reading_as(SAM):
-        answer = str(chat.chat("What do the notes say?"))
+    answer = str(chat.for_reader(SAM).chat("What do the notes say?"))
     assert "QA-FILLED" in answer
     [call] = llm.calls
     assert BOUNDARY in str(call[-1].content)
@@ -447,7 +443,7 @@ def marks(text: str) -> tuple[set[str], set[str]]:
         st.tuples(
             st.sampled_from(READERS),
             st.sampled_from(MODES),
-            st.sampled_from(["for_reader", "reading_as"]),
+            st.sampled_from(["here", "on a pool thread"]),
         ),
         min_size=2,
         max_size=14,
@@ -458,22 +454,57 @@ def test_one_shared_engine_shows_each_reader_only_their_own_evidence_and_convers
 ) -> None:
     llm = WindowedLLM(window=4096, output=64)  # echoes: an answer holds all it was sent
     chat = shared_engine(engine, llm)
-    for number, (reader, mode, carrier) in enumerate(requests):
-        directory = directory_of(reader)
+    pool = ThreadPoolExecutor(max_workers=1)  # one thread serves request after request
+    for number, (reader, mode, where) in enumerate(requests):
+        bound = chat.for_reader(directory_of(reader))
         readable = {note.text.split()[-1] for note in readable_by(reader, STORED)}
         question = f"garden budget asked-by-{reader} turn {number}"
         calls, completions = len(llm.calls), len(llm.completions)
-        if carrier == "for_reader":
-            answer = ask(chat.for_reader(directory), question, mode)
+        if where == "here":
+            answer = ask(bound, question, mode)
         else:
-            with reading_as(directory):
-                answer = ask(chat, question, mode)
+            answer = pool.submit(ask, bound, question, mode).result()
         sent = [flattened(call) for call in llm.calls[calls:]]
         for text in [answer, *sent, *llm.completions[completions:]]:
             seen_notes, askers = marks(text)
             assert seen_notes <= readable
             assert askers <= {reader}
         assert BOUNDARY in flattened(llm.calls[-1])
+    pool.shutdown()
+
+
+def test_bound_engines_streamed_by_interleaved_generators_answer_each_for_their_reader(
+    engine: Engine,
+) -> None:
+    # As a server streams each response from a generator its worker threads pull in turns: the
+    # reader is part of the bound engine, whoever pulls the stream and when.
+    llm = WindowedLLM(window=4096, output=64)
+    chat = shared_engine(engine, llm)
+    sam, ana = READERS[0], READERS[1]
+
+    def streaming(reader: str) -> Iterator[str]:
+        bound = chat.for_reader(directory_of(reader))
+        response = bound.stream_chat(f"garden budget asked-by-{reader}")
+        yield from response.response_gen  # which, at its end, waits for the memory's write
+
+    streams = {sam: streaming(sam), ana: streaming(ana)}
+    answers = {sam: "", ana: ""}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        while streams:
+            for reader, stream in list(streams.items()):
+                token = pool.submit(next, stream, None).result()
+                if token is None:
+                    del streams[reader]
+                else:
+                    answers[reader] += token
+    for reader, answer in answers.items():
+        readable = {note.text.split()[-1] for note in readable_by(reader, STORED)}
+        seen_notes, askers = marks(answer)
+        assert seen_notes
+        assert seen_notes <= readable
+        assert askers == {reader}
+        history = chat.for_reader(directory_of(reader)).chat_history
+        assert marks(" ".join(str(m.content) for m in history))[1] == {reader}
 
 
 def test_a_readers_later_turn_continues_their_own_conversation_on_a_shared_engine(
@@ -483,16 +514,14 @@ def test_a_readers_later_turn_continues_their_own_conversation_on_a_shared_engin
     chat = shared_engine(engine, llm)
     sam, ana = directory_of(READERS[0]), directory_of(READERS[1])
     chat.for_reader(sam).chat("asked-by-user-00 first")
-    with reading_as(ana):
-        chat.chat("asked-by-user-01 first")
+    chat.for_reader(ana).chat("asked-by-user-01 first")
     chat.for_reader(sam).chat("asked-by-user-00 second")
     words = [str(m.content) for m in llm.calls[-1][1:-1]]
     assert words == ["asked-by-user-00 first", "text text"]
-    with reading_as(ana):
-        assert [str(m.content) for m in chat.chat_history] == [
-            "asked-by-user-01 first",
-            "text text",
-        ]
+    assert [str(m.content) for m in chat.for_reader(ana).chat_history] == [
+        "asked-by-user-01 first",
+        "text text",
+    ]
     chat.for_reader(sam).reset()  # Sam's conversation, and only his
     assert chat.for_reader(sam).chat_history == []
     assert len(chat.for_reader(ana).chat_history) == 2
@@ -504,7 +533,7 @@ def test_a_call_that_names_no_reader_is_refused_rather_than_given_a_shared_conve
     chat = shared_engine(engine, WindowedLLM(max_tokens=2))
     with pytest.raises(RuntimeError, match="keeps one conversation per reader") as raised:
         chat.chat("What is up?")
-    assert "engine.for_reader(directory)" in str(raised.value)
+    assert "engine.for_reader(reader)" in str(raised.value)
     with pytest.raises(RuntimeError, match="names no reader"):
         _ = chat.chat_history
 
@@ -545,14 +574,19 @@ def test_a_reader_whose_scopes_change_starts_a_new_conversation(engine: Engine) 
     assert [m.role for m in llm.calls[-1]] == [MessageRole.SYSTEM, MessageRole.USER]
 
 
-def test_a_bound_engine_packs_for_its_reader_whatever_reading_as_says(engine: Engine) -> None:
+def test_a_bound_engine_packs_for_its_reader_whatever_reader_it_was_built_with(
+    engine: Engine,
+) -> None:
     llm = WindowedLLM(max_tokens=2)
-    chat = build(engine, llm).for_reader(SAM)
-    with reading_as(ANA):
-        chat.chat("What is up?")
+    built = build(engine, llm, reader=ANA)
+    built.for_reader(SAM).chat("What is up?")
     prompt = flattened(llm.calls[-1])
     assert "Sam: the reranker" in prompt
     assert "Ana" not in prompt
+    built.chat("What is up?")  # the engine it was bound from is still Ana's
+    prompt = flattened(llm.calls[-1])
+    assert "Ana: buy twine" in prompt
+    assert "Sam" not in prompt
 
 
 # Construction

@@ -14,7 +14,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from aizk_integrations import ScopeDirectory
 from aizk_integrations.langchain import AizkEvidenceCompressor
-from aizk_integrations.llama_index import AizkEvidencePostprocessor, reading_as
+from aizk_integrations.llama_index import AizkEvidencePostprocessor
 
 READERS = [f"reader-{n:03d}" for n in range(200)]
 
@@ -66,27 +66,27 @@ def test_a_shared_runnable_serves_two_hundred_tasks_each_with_its_own_reader() -
     assert all(asyncio.run(everyone()))
 
 
-def test_a_shared_postprocessor_serves_eight_threads_each_reading_as_its_own_reader() -> None:
+def test_a_shared_postprocessor_serves_eight_threads_each_bound_to_its_own_reader() -> None:
     packer = AizkEvidencePostprocessor()
     retrieved = nodes()
 
     def call(reader: str) -> bool:
-        with reading_as(ScopeDirectory.for_caller(reader, {})):
-            (block,) = packer.postprocess_nodes(retrieved, query_str="mine?")
+        bound = packer.for_reader(ScopeDirectory.for_caller(reader, {}))
+        (block,) = bound.postprocess_nodes(retrieved, query_str="mine?")
         return only_own(block.node.get_content(), reader)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert all(pool.map(call, READERS))
 
 
-def test_a_shared_postprocessor_serves_two_hundred_tasks_each_reading_as_its_own_reader() -> None:
+def test_a_shared_postprocessor_serves_two_hundred_tasks_each_bound_to_its_own_reader() -> None:
     packer = AizkEvidencePostprocessor()
     retrieved = nodes()
 
     async def call(reader: str) -> bool:
-        with reading_as(ScopeDirectory.for_caller(reader, {})):
-            await asyncio.sleep(0)  # another task runs here, under its own reader
-            (block,) = await packer.apostprocess_nodes(retrieved, query_str="mine?")
+        bound = packer.for_reader(ScopeDirectory.for_caller(reader, {}))
+        await asyncio.sleep(0)  # another task runs here, binding its own reader
+        (block,) = await bound.apostprocess_nodes(retrieved, query_str="mine?")
         return only_own(block.node.get_content(), reader)
 
     async def everyone() -> list[bool]:
@@ -95,18 +95,20 @@ def test_a_shared_postprocessor_serves_two_hundred_tasks_each_reading_as_its_own
     assert all(asyncio.run(everyone()))
 
 
-def test_one_query_engine_answers_concurrent_readers_from_their_own_evidence() -> None:
+def test_one_index_and_postprocessor_answer_concurrent_readers_from_their_own_evidence() -> None:
     index = VectorStoreIndex(
         [TextNode(text=secret(r), metadata={"scopes": [r]}) for r in READERS[:20]],
         embed_model=MockEmbedding(embed_dim=8),
     )
-    engine = index.as_query_engine(
-        llm=MockLLM(), node_postprocessors=[AizkEvidencePostprocessor()], similarity_top_k=20
-    )
+    shared = AizkEvidencePostprocessor()
 
     async def ask(reader: str) -> bool:
-        with reading_as(ScopeDirectory.for_caller(reader, {})):
-            response = await engine.aquery("what is mine?")
+        engine = index.as_query_engine(
+            llm=MockLLM(),
+            node_postprocessors=[shared.for_reader(ScopeDirectory.for_caller(reader, {}))],
+            similarity_top_k=20,
+        )
+        response = await engine.aquery("what is mine?")
         return only_own(str(response), reader)
 
     async def everyone() -> list[bool]:
@@ -115,15 +117,15 @@ def test_one_query_engine_answers_concurrent_readers_from_their_own_evidence() -
     assert all(asyncio.run(everyone()))
 
 
-def test_reading_as_refuses_anything_but_a_directory() -> None:
-    with pytest.raises(TypeError, match="not switch authorization off"), reading_as(None):  # type: ignore[arg-type]
-        pass
+def test_for_reader_refuses_anything_but_a_directory() -> None:
+    with pytest.raises(TypeError, match="not switch authorization off"):
+        AizkEvidencePostprocessor().for_reader(None)  # type: ignore[arg-type]
 
 
-def test_outside_reading_as_the_instances_own_reader_applies() -> None:
+def test_a_bound_copy_packs_for_its_reader_and_the_instance_keeps_its_own() -> None:
     packer = AizkEvidencePostprocessor(reader=ScopeDirectory.for_caller("reader-001", {}))
-    with reading_as(ScopeDirectory.for_caller("reader-002", {})):
-        (inside,) = packer.postprocess_nodes(nodes())
-    (outside,) = packer.postprocess_nodes(nodes())
-    assert only_own(inside.node.get_content(), "reader-002")
-    assert only_own(outside.node.get_content(), "reader-001")
+    bound = packer.for_reader(ScopeDirectory.for_caller("reader-002", {}))
+    (copy,) = bound.postprocess_nodes(nodes())
+    (original,) = packer.postprocess_nodes(nodes())
+    assert only_own(copy.node.get_content(), "reader-002")
+    assert only_own(original.node.get_content(), "reader-001")

@@ -7,7 +7,6 @@ nothing is kept, warnings that say what to fix, traces that show the packer, and
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import copy
 import logging
 import pickle
@@ -50,7 +49,6 @@ from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRe
 from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
     AizkScopedRetriever,
-    reading_as,
 )
 from tests.adapters.harness import Adapter, Entry
 from tests.adapters.recorders import SettingsRecorder, packed_events
@@ -249,9 +247,8 @@ def test_with_no_reader_the_warning_says_how_to_name_one_in_llama_index(
     [record] = caplog.records
     assert record.getMessage() == (
         "aizk withheld 1 of the 1 items read and kept 0: 1 item names scopes and the call has "
-        "no reader: give the adapter a directory, run the request inside `with "
-        "reading_as(directory):` (a plain thread does not inherit it: submit "
-        "`contextvars.copy_context().run` with the call to carry it), or set "
+        "no reader: give the adapter a directory, bind the request's reader with "
+        "for_reader(reader) on the postprocessor, or on AizkScopedRetriever, or set "
         "allow_scoped_without_reader=True where every caller may see everything"
     )
 
@@ -417,22 +414,22 @@ def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> N
     ("settings", "entries", "advice"),
     [
         (
-            {"directory": SAM},
+            {"reader": SAM},
             [("loader text", {}), ("splitter text", {})],
             "If they had scopes, a store or a step such as filter_complex_metadata dropped them",
         ),
         (
-            {"directory": SAM},
+            {"reader": SAM},
             [("loader text", {})],
             "aizk withheld 1 item with no scope under the metadata",
         ),
         (
-            {"directory": SAM},
+            {"reader": SAM},
             [("Ana's", {"scopes": ["ana"]}), ("Bo's", {"scopes": ["bo"]})],
             ": 2 items name a scope outside the reader's directory",
         ),
         (
-            {"directory": SAM},
+            {"reader": SAM},
             [("Ana's", {"scopes": ["ana"]})],
             ": 1 item names a scope outside the reader's directory",
         ),
@@ -702,10 +699,6 @@ def test_citation_keys_are_fixed_once_built(adapter: Adapter) -> None:
 
 # Messages users read, pinned whole
 
-HANDLES = (
-    "AizkEvidencePostprocessor.for_reader(directory) or AizkScopedRetriever.for_reader(directory)"
-)
-
 
 def test_a_scoped_query_that_is_not_a_function_is_refused_saying_what_it_must_be() -> None:
     index = VectorStoreIndex([], embed_model=MockEmbedding(embed_dim=8))
@@ -716,25 +709,12 @@ def test_a_scoped_query_that_is_not_a_function_is_refused_saying_what_it_must_be
     )
 
 
-def test_reading_as_a_mapping_is_refused_naming_what_it_got() -> None:
+def test_for_reader_of_a_mapping_is_refused_naming_what_it_got() -> None:
     with pytest.raises(TypeError) as raised:
-        reading_as({"sam": "private"})  # type: ignore[arg-type]  # the point
+        AizkEvidencePostprocessor().for_reader({"sam": "private"})  # type: ignore[arg-type]
     assert str(raised.value) == (
-        "reading_as needs a ScopeDirectory (a request may switch readers but not switch "
+        "for_reader needs a ScopeDirectory (a request may switch readers but not switch "
         "authorization off), not dict"
-    )
-
-
-def test_reading_as_left_in_another_context_is_refused_naming_the_handles() -> None:
-    # As a FastAPI `def` dependency with `yield` does: each half in a context of its own.
-    block = reading_as(SAM)
-    contextvars.copy_context().run(block.__enter__)
-    with pytest.raises(RuntimeError) as raised:
-        block.__exit__(None, None, None)
-    assert str(raised.value) == (
-        "reading_as was left in another context than it was entered in (a FastAPI `def` "
-        "dependency with `yield` runs each half on a thread pool), so it cannot take its "
-        f"reader back. Bind the reader to the objects the request uses instead: {HANDLES}"
     )
 
 
@@ -743,7 +723,7 @@ def test_a_reader_sent_as_data_is_refused_saying_the_reader_is_the_servers_to_ch
     with pytest.raises(TypeError) as raised:
         step.invoke([], config={"configurable": {"aizk_reader": {"sam": "private"}}})
     assert str(raised.value) == (
-        "configurable 'aizk_reader' must be a ScopeDirectory (a call may switch readers but "
+        "configurable 'aizk_reader' needs a ScopeDirectory (a request may switch readers but "
         "not switch authorization off), not dict; a reader is the server's to choose: set it "
         "where the server authenticates the request, never from what a client sends"
     )

@@ -25,6 +25,7 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import (
     ImageNode,
     MediaResource,
@@ -34,9 +35,10 @@ from llama_index.core.schema import (
     TextNode,
 )
 from llama_index_instrumentation import get_dispatcher
+from pydantic import ValidationError
 
 from aizk_integrations import EvidenceError, Scope, ScopeDirectory
-from aizk_integrations.llama_index import AizkEvidencePostprocessor, reading_as
+from aizk_integrations.llama_index import AizkEvidencePostprocessor, AizkScopedRetriever
 from tests.adapters.tracing import SpanRecorder
 
 SAM = "sam"
@@ -213,8 +215,10 @@ def test_the_block_node_id_follows_its_content() -> None:
     assert smaller[0].node.node_id != first[0].node.node_id
 
 
-def test_tracing_handlers_see_the_postprocessor_span_with_how_many_nodes_it_was_handed() -> None:
-    # The nodes handed over may be other readers': the span records their count, not them.
+def test_tracing_handlers_see_the_postprocessor_span_with_the_nodes_it_was_handed() -> None:
+    # LlamaIndex records a postprocessor's arguments: the nodes a plain retriever handed it,
+    # other readers' among them, as that retriever's own span already holds them. What it
+    # returns is the reader's alone; scoped retrieval hands it no other reader's node (below).
     recorder = SpanRecorder()
     root = get_dispatcher()
     root.add_span_handler(recorder)
@@ -227,10 +231,11 @@ def test_tracing_handlers_see_the_postprocessor_span_with_how_many_nodes_it_was_
     assert len(spans) == 1
     span_id, arguments = spans[0]
     assert span_id.startswith("AizkEvidencePostprocessor._postprocess_nodes-")
-    assert repr(arguments["nodes"]) == f"<{len(nodes)} nodes handed to the packer>"
-    assert not any(scored.node.get_content() in repr(arguments) for scored in nodes)
+    assert arguments["nodes"] == nodes
     assert arguments["query_bundle"].query_str == "plan"
     assert (span_id, out) in recorder.exited
+    assert ANA_DIARY not in repr(out)
+    assert SCRATCH not in repr(out)
 
 
 def test_nodes_after_the_cut_are_never_read() -> None:
@@ -361,9 +366,9 @@ def test_the_fit_to_llm_is_not_serialized_and_is_passed_again_on_restore() -> No
 
 def test_settings_cannot_be_changed_after_construction() -> None:
     shared = postprocessor()
-    with pytest.raises(AttributeError, match="budget is fixed when the postprocessor is built"):
+    with pytest.raises(ValidationError, match="Field is frozen"):
         shared.budget = 10**6
-    with pytest.raises(AttributeError, match="directory is fixed"):
+    with pytest.raises(ValidationError, match="Field is frozen"):
         shared.reader = None
     assert shared.budget == 2048
     assert shared.reader == sam_directory()
@@ -542,6 +547,26 @@ def test_a_query_where_everything_is_withheld_reaches_the_llm_with_no_context(
         assert text not in str(response)
 
 
+def test_on_scoped_retrieval_no_span_holds_another_readers_text(index: VectorStoreIndex) -> None:
+    # The recommended path: the store is asked only for the reader's nodes, so no span (the
+    # retriever's, the engine's, the synthesizer's, the LLM's), sync or async, holds another's.
+    retriever = AizkScopedRetriever(index, evidence=AizkEvidencePostprocessor()).for_reader(sam())
+    engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
+    recorder = SpanRecorder()
+    root = get_dispatcher()
+    root.add_span_handler(recorder)
+    try:
+        answers = [engine.query("What is Sam working on?")]
+        answers.append(asyncio.run(engine.aquery("What is Sam working on?")))
+    finally:
+        root.span_handlers.remove(recorder)
+    told = "\n".join(text for _, text in recorder.told())
+    assert all(READABLE["pref"] in str(answer) for answer in answers)
+    assert READABLE["pref"] in told  # the recording is not empty
+    for text in WITHHELD.values():
+        assert text not in told
+
+
 # One reader per request, held by the postprocessor itself
 
 
@@ -552,9 +577,12 @@ def test_a_postprocessor_bound_to_a_reader_packs_for_it_in_any_thread() -> None:
         [block] = pool.submit(bound.postprocess_nodes, retrieved()).result()
     assert block.node.metadata["aizk_counts"]["kept"] == 3
     assert shared.postprocess_nodes(retrieved()) == []  # the shared one is left without a reader
-    with reading_as(ScopeDirectory.for_caller(ANA, {})):  # the bound reader comes first
-        [again] = bound.postprocess_nodes(retrieved())
+    anas = AizkEvidencePostprocessor(reader=ScopeDirectory.for_caller(ANA, {}))
+    [again] = anas.for_reader(sam_directory()).postprocess_nodes(retrieved())  # Sam's, not Ana's
     assert again.node.get_content() == block.node.get_content()
+    [hers] = anas.postprocess_nodes(retrieved())  # and the one it was bound from stays Ana's
+    assert ANA_DIARY in hers.node.get_content()
+    assert PLAN not in hers.node.get_content()
 
 
 def test_binding_a_reader_takes_a_directory_only() -> None:

@@ -3,14 +3,15 @@
 The property: whatever the readers, the items and the path a request takes through LangChain or
 LlamaIndex, what reaches the prompt is exactly the evidence that request's reader may see (every
 scope of it theirs), and with no reader only evidence that names no scope. Paths that cannot
-carry the reader (a bare `ContextualCompressionRetriever`, a plain thread hop) fail closed: they
-show only evidence that names no scope, never another reader's.
+carry the reader (a bare `ContextualCompressionRetriever`) fail closed: they
+show only evidence that names no scope, never another reader's. LlamaIndex takes the reader on
+the objects a request uses (`for_reader`), so it reaches every thread, task and stream they run
+in; an engine whose evidence was never bound to the request's reader fails closed the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -54,7 +55,6 @@ from aizk_integrations.llama_index import (
     AizkContextChatEngine,
     AizkEvidencePostprocessor,
     AizkMemoryBlock,
-    reading_as,
 )
 
 QUESTION = "what do I know?"
@@ -222,30 +222,33 @@ def index(corpus: list[Note]) -> VectorStoreIndex:
     return VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
 
 
+SHARED_EVIDENCE = AizkEvidencePostprocessor()
+"""One postprocessor for every request, as an app keeps it; each request binds its reader."""
+
+
+def evidence_for(reader: ScopeDirectory | None) -> AizkEvidencePostprocessor:
+    """The shared postprocessor for this request: bound to its reader, if it has one."""
+    return SHARED_EVIDENCE if reader is None else SHARED_EVIDENCE.for_reader(reader)
+
+
 def query_engine_answer(corpus: list[Note], reader: ScopeDirectory | None) -> str:
     engine = index(corpus).as_query_engine(
         llm=MockLLM(),
-        node_postprocessors=[AizkEvidencePostprocessor()],
+        node_postprocessors=[evidence_for(reader)],
         similarity_top_k=len(corpus),
     )
-    if reader is None:
-        return str(engine.query(QUESTION))
-    with reading_as(reader):
-        return str(engine.query(QUESTION))
+    return str(engine.query(QUESTION))
 
 
 def query_engine_async(corpus: list[Note], reader: ScopeDirectory | None) -> str:
     engine = index(corpus).as_query_engine(
         llm=MockLLM(),
-        node_postprocessors=[AizkEvidencePostprocessor()],
+        node_postprocessors=[evidence_for(reader)],
         similarity_top_k=len(corpus),
     )
 
     async def ask() -> str:
-        if reader is None:
-            return str(await engine.aquery(QUESTION))
-        with reading_as(reader):
-            task = asyncio.create_task(engine.aquery(QUESTION))  # a task keeps its context
+        task = asyncio.create_task(engine.aquery(QUESTION))
         return str(await task)
 
     return asyncio.run(ask())
@@ -257,40 +260,31 @@ def context_chat_engine(corpus: list[Note], reader: ScopeDirectory | None) -> st
         chat_mode=ChatMode.CONTEXT,
         llm=llm,
         memory=ChatMemoryBuffer.from_defaults(llm=llm),
-        node_postprocessors=[AizkEvidencePostprocessor()],
+        node_postprocessors=[evidence_for(reader)],
         similarity_top_k=len(corpus),
     )
-    if reader is None:
-        return str(engine.chat(QUESTION))
-    with reading_as(reader):
-        return str(engine.chat(QUESTION))
+    return str(engine.chat(QUESTION))
 
 
-def thread_hop_without_the_context(corpus: list[Note], reader: ScopeDirectory | None) -> str:
+def query_engine_on_a_thread(corpus: list[Note], reader: ScopeDirectory | None) -> str:
     engine = index(corpus).as_query_engine(
         llm=MockLLM(),
-        node_postprocessors=[AizkEvidencePostprocessor()],
+        node_postprocessors=[evidence_for(reader)],
+        similarity_top_k=len(corpus),
+    )
+    with ThreadPoolExecutor(max_workers=1) as pool:  # no context copied: none is needed
+        return pool.submit(lambda: str(engine.query(QUESTION))).result()
+
+
+def engine_never_bound(corpus: list[Note], reader: ScopeDirectory | None) -> str:
+    # The request has a reader, but the engine's postprocessor was never bound to it.
+    engine = index(corpus).as_query_engine(
+        llm=MockLLM(),
+        node_postprocessors=[SHARED_EVIDENCE],
         similarity_top_k=len(corpus),
     )
     with ThreadPoolExecutor(max_workers=1) as pool:
-        if reader is None:
-            return pool.submit(lambda: str(engine.query(QUESTION))).result()
-        with reading_as(reader):
-            return pool.submit(lambda: str(engine.query(QUESTION))).result()
-
-
-def thread_hop_carrying_the_context(corpus: list[Note], reader: ScopeDirectory | None) -> str:
-    engine = index(corpus).as_query_engine(
-        llm=MockLLM(),
-        node_postprocessors=[AizkEvidencePostprocessor()],
-        similarity_top_k=len(corpus),
-    )
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        if reader is None:
-            return pool.submit(lambda: str(engine.query(QUESTION))).result()
-        with reading_as(reader):
-            context = contextvars.copy_context()
-            return pool.submit(context.run, lambda: str(engine.query(QUESTION))).result()
+        return pool.submit(lambda: str(engine.query(QUESTION))).result()
 
 
 def runnable_stream(corpus: list[Note], reader: ScopeDirectory | None) -> str:
@@ -353,37 +347,27 @@ def memory_middleware(carrier: str) -> Path:
 def chat_engine(engine: type[BaseChatEngine], streaming: bool = False) -> Path:
     def run(corpus: list[Note], reader: ScopeDirectory | None) -> str:
         llm = MockLLM()
-        chat: BaseChatEngine = engine.from_defaults(  # type: ignore[attr-defined]
+        shared: BaseChatEngine = engine.from_defaults(  # type: ignore[attr-defined]
             retriever=index(corpus).as_retriever(similarity_top_k=len(corpus)),
             llm=llm,
             memory=ChatMemoryBuffer.from_defaults(llm=llm),
-            node_postprocessors=[AizkEvidencePostprocessor()],
+            node_postprocessors=[SHARED_EVIDENCE],
         )
-
-        def ask() -> str:
-            if streaming:
-                return "".join(chat.stream_chat(QUESTION).response_gen)
-            return str(chat.chat(QUESTION))
-
-        if reader is None:
-            return ask()
-        with reading_as(reader):
-            return ask()
+        chat = shared if reader is None else shared.for_reader(reader)  # type: ignore[attr-defined]
+        if streaming:
+            return "".join(chat.stream_chat(QUESTION).response_gen)
+        return str(chat.chat(QUESTION))
 
     return run
 
 
 def memory_block(corpus: list[Note], reader: ScopeDirectory | None) -> str:
-    block = AizkMemoryBlock(retriever=index(corpus).as_retriever(similarity_top_k=len(corpus)))
+    block = AizkMemoryBlock(
+        retriever=index(corpus).as_retriever(similarity_top_k=len(corpus)),
+        evidence=evidence_for(reader),
+    )
     asked = [ChatMessage(role=MessageRole.USER, content=QUESTION)]
-
-    async def recall() -> str:
-        if reader is None:
-            return await block.aget(asked)
-        with reading_as(reader):
-            return await block.aget(asked)
-
-    return asyncio.run(recall())
+    return asyncio.run(block.aget(asked))
 
 
 CARRY_THE_READER: dict[str, Path] = {
@@ -406,16 +390,14 @@ CARRY_THE_READER: dict[str, Path] = {
     "AizkEvidenceRetriever as a retriever tool": our_retriever_as_a_tool,
     "runnable in a chain on a thread": on_a_thread(runnable_in_a_chain),
     "LangGraph agent on a thread": on_a_thread(langgraph_agent),
-    "LlamaIndex query engine in reading_as": query_engine_answer,
-    "LlamaIndex aquery task in reading_as": query_engine_async,
-    "LlamaIndex context chat engine in reading_as": context_chat_engine,
-    "AizkContextChatEngine in reading_as": chat_engine(AizkContextChatEngine),
-    "AizkContextChatEngine stream_chat in reading_as": chat_engine(AizkContextChatEngine, True),
-    "AizkCondensePlusContextChatEngine in reading_as": chat_engine(
-        AizkCondensePlusContextChatEngine
-    ),
-    "AizkMemoryBlock in reading_as": memory_block,
-    "LlamaIndex query on a thread given copy_context": thread_hop_carrying_the_context,
+    "LlamaIndex query engine with a bound postprocessor": query_engine_answer,
+    "LlamaIndex aquery task with a bound postprocessor": query_engine_async,
+    "LlamaIndex context chat engine with a bound postprocessor": context_chat_engine,
+    "LlamaIndex query on a plain thread with a bound postprocessor": query_engine_on_a_thread,
+    "AizkContextChatEngine.for_reader": chat_engine(AizkContextChatEngine),
+    "AizkContextChatEngine.for_reader stream_chat": chat_engine(AizkContextChatEngine, True),
+    "AizkCondensePlusContextChatEngine.for_reader": chat_engine(AizkCondensePlusContextChatEngine),
+    "AizkMemoryBlock with a bound postprocessor": memory_block,
 }
 
 
@@ -426,7 +408,7 @@ def bare_compression_retriever(corpus: list[Note], reader: ScopeDirectory | None
 
 FAIL_CLOSED: dict[str, Path] = {
     "a bare ContextualCompressionRetriever.invoke(config=...)": bare_compression_retriever,
-    "LlamaIndex query on a plain thread hop": thread_hop_without_the_context,
+    "a LlamaIndex engine whose postprocessor was never bound, on a thread": engine_never_bound,
 }
 
 paths = settings(
@@ -595,8 +577,16 @@ def test_an_adapters_reader_can_be_neither_reassigned_nor_deleted(
     assert packer.reader == alice
 
 
-def test_reading_as_refuses_anything_but_a_directory_saying_why() -> None:
+def test_for_reader_refuses_anything_but_a_directory_saying_why() -> None:
+    llm = MockLLM()
+    chat = AizkContextChatEngine.from_defaults(
+        retriever=index([Note("note-00", ("alice",))]).as_retriever(),
+        llm=llm,
+        memory=ChatMemoryBuffer.from_defaults(llm=llm),
+        node_postprocessors=[SHARED_EVIDENCE],
+    )
     not_a_reader: Sequence[Any] = [None, {"alice": "private"}, "alice"]
     for value in not_a_reader:
-        with pytest.raises(TypeError, match="not switch authorization off"), reading_as(value):
-            pass
+        for handle in (SHARED_EVIDENCE.for_reader, chat.for_reader):
+            with pytest.raises(TypeError, match="not switch authorization off"):
+                handle(value)

@@ -65,7 +65,9 @@ def _set_reader(connection: Connection) -> None:
 
 
 @contextmanager
-def reading_as(reader: str | None) -> Iterator[None]:
+def policy_reads_as(reader: str | None) -> Iterator[None]:
+    """The request's reader, in the app's own context variable its `begin` listener reads (an
+    app's plumbing, not an aizk API)."""
     token = _reading.set(reader)
     try:
         yield
@@ -182,9 +184,9 @@ def test_under_the_policy_pgvectors_own_unfiltered_search_returns_only_the_reade
     engine = _reads(create_engine(server.url(user=APP)))
     store = PGVector(embeddings=EMBEDDING, connection=engine, collection_name="notes")
     try:
-        with reading_as(READER):
+        with policy_reads_as(READER):
             found = store.similarity_search("garden", k=len(STORED))
-        with reading_as(None):
+        with policy_reads_as(None):
             nothing = store.similarity_search("garden", k=len(STORED))
     finally:
         engine.dispose()
@@ -204,7 +206,7 @@ def test_under_the_policy_pgvectors_async_search_returns_only_the_readers_docume
             async_mode=True,
         )
         try:
-            with reading_as(reader):
+            with policy_reads_as(reader):
                 found = await store.asimilarity_search("garden", k=len(STORED))
         finally:
             await engine.dispose()
@@ -278,7 +280,7 @@ def test_under_the_policy_pgvectorstores_own_unfiltered_queries_return_only_the_
         try:
             answers = {}
             for reader in (READER, None):
-                with reading_as(reader):
+                with policy_reads_as(reader):
                     answers[f"sync {reader}"] = store.query(query).nodes or []
                     answers[f"async {reader}"] = (await store.aquery(query)).nodes or []
         finally:

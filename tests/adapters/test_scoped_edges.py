@@ -5,15 +5,13 @@ counts set to nothing after construction."""
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from uuid import UUID
 
 import pytest
-from aizk_integrations.llama_index._reader import current_reader
 from langchain_classic.retrievers import EnsembleRetriever
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -223,7 +221,7 @@ def test_a_request_with_no_reader_gets_nothing_and_is_told_how_to_name_one(
     assert found == []
     assert (
         "scoped retrieval has no reader for this request, so it retrieves nothing; pass this "
-        "request's reader as config={'configurable': {'aizk_reader': directory}}"
+        "request's reader as config={'configurable': {'aizk_reader': reader}}"
     ) in caplog.text
 
 
@@ -560,14 +558,14 @@ def test_evidence_that_would_pack_for_another_reader_or_key_is_refused_saying_so
     with pytest.raises(TypeError) as raised:
         aizk_llama_index.AizkScopedRetriever(index, evidence="pack")  # type: ignore[arg-type]
     assert raised.value.args == ("evidence must be an AizkEvidencePostprocessor, not str",)
-    with pytest.raises(ValueError, match="directory of its own") as refused:
+    with pytest.raises(ValueError, match="reader of its own") as refused:
         aizk_llama_index.AizkScopedRetriever(
             index, evidence=aizk_llama_index.AizkEvidencePostprocessor(reader=SAM)
         )
     assert refused.value.args == (
-        "evidence has a directory of its own; with scoped retrieval the reader is the "
-        "retriever's: pass reader= to AizkScopedRetriever (or use for_reader or "
-        "reading_as) and leave the postprocessor's directory unset",
+        "evidence has a reader of its own; with scoped retrieval the reader is the "
+        "retriever's: pass reader= to AizkScopedRetriever (or use its for_reader) and "
+        "leave the postprocessor's reader unset",
     )
 
 
@@ -635,76 +633,70 @@ def test_evidence_reading_another_scopes_key_is_refused_naming_both() -> None:
     )
 
 
-def test_reading_as_left_in_another_context_says_what_to_bind_instead() -> None:
-    # As a FastAPI `def` dependency with `yield` runs each half on a thread of its pool.
-    reading = aizk_llama_index.reading_as(SAM)
-    contextvars.copy_context().run(reading.__enter__)
-    with pytest.raises(RuntimeError) as refused:
-        reading.__exit__(None, None, None)
-    assert refused.value.args == (
-        "reading_as was left in another context than it was entered in (a FastAPI `def` "
-        "dependency with `yield` runs each half on a thread pool), so it cannot take its reader "
-        "back. Bind the reader to the objects the request uses instead: "
-        "AizkEvidencePostprocessor.for_reader(directory) or "
-        "AizkScopedRetriever.for_reader(directory)",
+ANA = ScopeDirectory.for_caller("ana", {})
+
+ANAS_NOTES = [
+    TextNode(
+        id_=f"ana-{index}",
+        text=f"garden note {index} ana",
+        metadata={"scopes": ["ana"]},
+        embedding=word_vector(f"garden note {index} ana"),
     )
+    for index in range(8)
+]
 
 
-async def first_of(stream: AsyncIterator[str]) -> str:
-    return await anext(stream)
+def ids(found: list[NodeWithScore]) -> set[str]:
+    return {scored.node.node_id.split("-")[0] for scored in found}
 
 
-def test_reading_as_is_refused_inside_a_generator_or_an_async_generator_only() -> None:
-    def streaming() -> Iterator[str]:
-        with aizk_llama_index.reading_as(SAM):
-            yield "evidence"
-
-    async def astreaming() -> AsyncIterator[str]:
-        with aizk_llama_index.reading_as(SAM):
-            yield "evidence"
-
-    @contextmanager
-    def dependency() -> Iterator[None]:  # entered and left by one `with`, like any other
-        with aizk_llama_index.reading_as(SAM):
-            yield
-
-    @asynccontextmanager
-    async def adependency() -> AsyncIterator[None]:
-        with aizk_llama_index.reading_as(SAM):
-            yield
-
-    async def in_an_async_dependency() -> ScopeDirectory | None:
-        async with adependency():
-            return current_reader()
-
-    class Pulling:
-        """Not contextlib's: a context manager that pulls a generator is whoever pulls it."""
-
-        def __enter__(self) -> str:
-            return next(streaming())
-
-        def __exit__(self, *exc_info: object) -> None:
-            pass
-
-    with pytest.raises(RuntimeError, match="cannot be used inside a generator or an async"):
-        next(streaming())
-    with pytest.raises(RuntimeError, match="cannot be used inside a generator or an async"):
-        asyncio.run(first_of(astreaming()))
-    with pytest.raises(RuntimeError, match="cannot be used inside a generator or an async"):
-        Pulling().__enter__()
-    with dependency():
-        assert current_reader() is SAM
-    assert asyncio.run(in_an_async_dependency()) is SAM
-    assert current_reader() is None
-
-
-def test_reading_as_something_other_than_a_directory_is_refused_naming_it() -> None:
-    with pytest.raises(TypeError) as refused:
-        aizk_llama_index.reading_as("sam")  # type: ignore[arg-type]
-    assert refused.value.args == (
-        "reading_as needs a ScopeDirectory (a request may switch readers but not switch "
-        "authorization off), not str",
+def test_bound_retrievers_pulled_as_interleaved_streams_each_answer_for_their_own_reader() -> None:
+    # A reader named by ambient state inside a generator would be set in whoever pulls it; a
+    # reader bound with for_reader is part of the retriever, whoever pulls the stream and when.
+    index = VectorStoreIndex(
+        [node.model_copy() for node in [*SAMS_NOTES[:8], *ANAS_NOTES]],
+        embed_model=WordEmbedding(),
     )
+    retriever = aizk_llama_index.AizkScopedRetriever(index, similarity_top_k=3)
+
+    def streaming(reader: ScopeDirectory) -> Iterator[set[str]]:
+        bound = retriever.for_reader(reader)
+        for _ in range(2):
+            yield ids(bound.retrieve("garden note"))
+
+    async def astreaming(reader: ScopeDirectory) -> AsyncIterator[set[str]]:
+        bound = retriever.for_reader(reader)
+        for _ in range(2):
+            yield ids(await bound.aretrieve("garden note"))
+
+    sams, anas = streaming(SAM), streaming(ANA)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # one thread pulls both, in turn
+        pulled = [pool.submit(next, stream).result() for stream in (sams, anas, sams, anas)]
+    assert pulled == [{"sam"}, {"ana"}, {"sam"}, {"ana"}]
+    assert retriever.retrieve("garden note") == []  # and the shared one still has no reader
+
+    async def interleaved() -> list[set[str]]:
+        sams, anas = astreaming(SAM), astreaming(ANA)
+        return [await anext(stream) for stream in (sams, anas, anas, sams)]
+
+    assert asyncio.run(interleaved()) == [{"sam"}, {"ana"}, {"ana"}, {"sam"}]
+
+
+@pytest.mark.parametrize("value", ["sam", None, {"sam": "private"}], ids=["str", "None", "dict"])
+def test_for_reader_of_something_other_than_a_directory_is_refused_naming_it(
+    value: object,
+) -> None:
+    evidence = aizk_llama_index.AizkEvidencePostprocessor()
+    for handle in (
+        evidence.for_reader,
+        aizk_llama_index.AizkScopedRetriever(simple_index()).for_reader,
+    ):
+        with pytest.raises(TypeError) as refused:
+            handle(value)  # type: ignore[arg-type]  # the point
+        assert refused.value.args == (
+            "for_reader needs a ScopeDirectory (a request may switch readers but not switch "
+            f"authorization off), not {type(value).__name__}",
+        )
 
 
 @pytest.mark.parametrize(
@@ -720,9 +712,9 @@ def test_reading_as_something_other_than_a_directory_is_refused_naming_it() -> N
             "max_fetch must be at least 8, got 7",
         ),
         (
-            {"directory": "sam"},
+            {"reader": "sam"},
             TypeError,
-            "directory needs a ScopeDirectory (a request may switch readers but not switch "
+            "reader needs a ScopeDirectory (a request may switch readers but not switch "
             "authorization off), not str",
         ),
     ],

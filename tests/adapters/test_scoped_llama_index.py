@@ -54,7 +54,6 @@ from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
     AizkScopedRetriever,
     ScopeFilter,
-    reading_as,
 )
 from tests.adapters.stores import chroma_client
 from tests.adapters.tracing import EveryEvent, EveryPayload
@@ -144,8 +143,9 @@ def own_best(kind: str, reader: str, question: str, k: int) -> list[NodeWithScor
 
 def own_block(kind: str, reader: str, question: str, evidence: AizkEvidencePostprocessor) -> str:
     everything = own_best(kind, reader, question, len(readable_by(reader, NOTES)))
-    with reading_as(directory_of(reader)):
-        packed = evidence.postprocess_nodes(everything, query_str=question)
+    packed = evidence.for_reader(directory_of(reader)).postprocess_nodes(
+        everything, query_str=question
+    )
     return packed[0].node.get_content()
 
 
@@ -237,8 +237,9 @@ def test_with_return_nodes_the_retriever_returns_the_nodes_the_postprocessor_kee
         directory_of(reader)
     )
     everything = own_best("qdrant", reader, question, len(readable_by(reader, NOTES)))
-    with reading_as(directory_of(reader)):
-        want = evidence.postprocess_nodes(everything, query_str=question)
+    want = evidence.for_reader(directory_of(reader)).postprocess_nodes(
+        everything, query_str=question
+    )
     kept = got.retrieve(question)
     assert [(n.node.node_id, n.node.get_content(), n.node.metadata) for n in kept] == [
         (n.node.node_id, n.node.get_content(), n.node.metadata) for n in want
@@ -313,27 +314,18 @@ def ask(
         index, evidence=AizkEvidencePostprocessor(budget=BUDGET) if evidence else None
     )
     retriever.callback_manager = CallbackManager([payloads])
-    if path == "engine (for_reader)":
-        engine = RetrieverQueryEngine.from_args(
-            retriever.for_reader(directory_of(reader)), llm=MockLLM()
-        )
-        engine.query(question)
-        return
-    with reading_as(directory_of(reader)):
-        if path == "engine (reading_as, async)":
-            asyncio.run(RetrieverQueryEngine.from_args(retriever, llm=MockLLM()).aquery(question))
-        elif path == "retriever (reading_as, async)":
-            asyncio.run(retriever.aretrieve(question))
-        else:
-            retriever.retrieve(question)
+    bound = retriever.for_reader(directory_of(reader))
+    if path == "engine":
+        RetrieverQueryEngine.from_args(bound, llm=MockLLM()).query(question)
+    elif path == "engine, async":
+        asyncio.run(RetrieverQueryEngine.from_args(bound, llm=MockLLM()).aquery(question))
+    elif path == "retriever, async":
+        asyncio.run(bound.aretrieve(question))
+    else:
+        bound.retrieve(question)
 
 
-PATHS = (
-    "engine (for_reader)",
-    "engine (reading_as, async)",
-    "retriever (reading_as)",
-    "retriever (reading_as, async)",
-)
+PATHS = ("engine", "engine, async", "retriever", "retriever, async")
 
 
 @settings(
@@ -375,9 +367,11 @@ def test_the_leak_check_sees_what_filtering_after_top_k_leaks() -> None:
     top_k = index_of("faiss").as_retriever(similarity_top_k=4)
     top_k.callback_manager = CallbackManager([payloads])
     engine = RetrieverQueryEngine.from_args(
-        top_k, llm=MockLLM(), node_postprocessors=[AizkEvidencePostprocessor()]
+        top_k,
+        llm=MockLLM(),
+        node_postprocessors=[AizkEvidencePostprocessor().for_reader(directory_of(reader))],
     )
-    with everything_recorded() as (events, lines), reading_as(directory_of(reader)):
+    with everything_recorded() as (events, lines):
         engine.query(QUESTIONS[0])
     assert leaked(retrieved_texts(events), reader)
     assert leaked(lines.lines, reader)
@@ -506,9 +500,7 @@ def test_without_a_reader_retrieval_returns_nothing_and_says_how_to_name_one(
         assert warnings[0].getMessage() == (
             "aizk: scoped retrieval has no reader for this call, so it retrieved nothing (it "
             "never falls back to showing anyone's notes): bind the request's reader with "
-            "retriever.for_reader(directory), or run the request inside `with "
-            "reading_as(directory):` (a plain thread does not inherit it: submit "
-            "`contextvars.copy_context().run` with the call to carry it)"
+            "retriever.for_reader(reader)"
         )
 
 
@@ -526,31 +518,29 @@ def test_a_reader_with_notes_gets_their_block_without_a_warning(
     assert [record.getMessage() for record in caplog.records] == []
 
 
-def test_for_reader_reading_as_and_directory_give_the_same_result() -> None:
+def test_for_reader_and_reader_at_construction_give_the_same_result() -> None:
     evidence = AizkEvidencePostprocessor(budget=BUDGET)
     for with_evidence in (None, evidence):
         retriever = AizkScopedRetriever(index_of("faiss"), evidence=with_evidence)
         for reader in READERS[:5]:
             directory = directory_of(reader)
             bound = retriever.for_reader(directory).retrieve(QUESTIONS[0])
-            with reading_as(directory):
-                ambient = retriever.retrieve(QUESTIONS[0])
             built = AizkScopedRetriever(
                 index_of("faiss"), reader=directory, evidence=with_evidence
             ).retrieve(QUESTIONS[0])
-            assert ids(bound) == ids(ambient) == ids(built)
-            assert bound[0].node.get_content() == ambient[0].node.get_content()
+            assert ids(bound) == ids(built)
+            assert bound[0].node.get_content() == built[0].node.get_content()
 
 
-def test_a_bound_reader_wins_over_reading_as_and_leaves_the_original_unbound() -> None:
-    retriever = AizkScopedRetriever(index_of("qdrant"))
+def test_a_bound_reader_wins_over_the_built_one_and_leaves_the_original_as_it_was() -> None:
     sam, ana = directory_of("user-00"), directory_of("user-01")
-    bound = retriever.for_reader(sam)
-    with reading_as(ana):
-        assert ids(bound.retrieve(QUESTIONS[0])) == ids(
-            own_best("qdrant", "user-00", QUESTIONS[0], 4)
-        )
-    assert retriever.retrieve(QUESTIONS[0]) == []
+    sams, anas = (ids(own_best("qdrant", r, QUESTIONS[0], 4)) for r in ("user-00", "user-01"))
+    unbound = AizkScopedRetriever(index_of("qdrant"))
+    built = AizkScopedRetriever(index_of("qdrant"), reader=ana)
+    assert ids(unbound.for_reader(sam).retrieve(QUESTIONS[0])) == sams
+    assert ids(built.for_reader(sam).retrieve(QUESTIONS[0])) == sams
+    assert unbound.retrieve(QUESTIONS[0]) == []
+    assert ids(built.retrieve(QUESTIONS[0])) == anas != sams
 
 
 def test_for_reader_refuses_what_is_not_a_directory() -> None:
@@ -559,7 +549,7 @@ def test_for_reader_refuses_what_is_not_a_directory() -> None:
 
 
 def test_the_postprocessor_given_as_evidence_names_no_reader_of_its_own() -> None:
-    with pytest.raises(ValueError, match="evidence has a directory of its own"):
+    with pytest.raises(ValueError, match="evidence has a reader of its own"):
         AizkScopedRetriever(
             index_of("simple"),
             evidence=AizkEvidencePostprocessor(reader=directory_of("user-00")),
@@ -670,16 +660,17 @@ def test_query_fusion_over_scoped_retrievers_keeps_two_tenants_identical_texts_a
         for tenant in (SAM, ANA)
         for number, text in enumerate([MEETING, f"{tenant} kettle harbor", "piano lecture"])
     ]
-    retrievers: list[BaseRetriever] = [
+    scoped = [
         AizkScopedRetriever(new_index(kind, tenants, f"fusion-{mode}-{use_async}"))
         for kind in ("simple", "chroma")
     ]
-    fused = QueryFusionRetriever(
-        retrievers, llm=MockLLM(), mode=FUSION_MODES(mode), num_queries=1, use_async=use_async
-    )
     for tenant in (SAM, ANA):
-        with reading_as(ScopeDirectory(scopes={tenant: Scope(name="private")})):
-            found = fused.retrieve("meeting moved")
+        reader = ScopeDirectory(scopes={tenant: Scope(name="private")})
+        retrievers: list[BaseRetriever] = [each.for_reader(reader) for each in scoped]
+        fused = QueryFusionRetriever(
+            retrievers, llm=MockLLM(), mode=FUSION_MODES(mode), num_queries=1, use_async=use_async
+        )
+        found = fused.retrieve("meeting moved")
         assert {scored.node.metadata["scopes"][0] for scored in found} == {tenant}
         meeting = [scored for scored in found if scored.node.get_content() == MEETING]
         assert ids(meeting) == [node_id(Note(id=f"{tenant}-0", text=MEETING, scopes=()))]
