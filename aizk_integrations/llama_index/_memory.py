@@ -48,7 +48,7 @@ class AizkMemoryBlock(BaseMemoryBlock[str]):
     )
     _recalled: OrderedDict[str, list[NodeWithScore]] = PrivateAttr(default_factory=OrderedDict)
     """The retrievals behind the latest blocks, by block, for `atruncate`: a few, so one block
-    shared by concurrent sessions still finds each session's."""
+    shared by one reader's concurrent sessions still finds each session's."""
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         question = _latest_user_text(messages or [])
