@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from asyncio import run_coroutine_threadsafe
-from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterator, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextvars import copy_context
 from dataclasses import dataclass
@@ -166,41 +166,3 @@ class _LoopPages(Generic[Item]):
             self._stopped = True
             if self._page is not None:
                 self._page.cancel()
-
-
-class _PageNotFetchedError(Exception):
-    """The walk asked for a page the async path has not fetched yet."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(size)
-        self.size = size
-
-
-async def fetched_pages(
-    walk: Callable[[Search[Item]], object], asearch: Callable[[int], Awaitable[Sequence[Item]]]
-) -> Search[Item]:
-    """Fetch from an async store every page a synchronous walk reads, and answer from them.
-
-    The walk (the pager, and the packer reading it) pulls pages while it reads and cannot
-    await, so it is run over the pages fetched so far; when it asks for one not fetched yet it
-    stops there, the page is awaited, and the walk runs again from the start. The search
-    returned answers the walk from the fetched pages alone, so the caller's own walk over it
-    (the one that reports) asks the store for nothing. Pages double, so a walk that needs p
-    pages runs p + 1 times over pages already read; in exchange the async path is the sync walk
-    itself, written once, asking the store for exactly the pages the sync path would.
-    """
-    pages: dict[int, Sequence[Item]] = {}
-
-    def search(size: int) -> Sequence[Item]:
-        if size not in pages:
-            raise _PageNotFetchedError(size)
-        return pages[size]
-
-    while True:
-        try:
-            walk(search)
-        except _PageNotFetchedError as needed:
-            size = needed.size
-        else:
-            return search
-        pages[size] = await asearch(size)  # outside the handler: its errors chain nothing

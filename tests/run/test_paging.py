@@ -13,14 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aizk_integrations._run.paging import (
-    Fetched,
-    PageSize,
-    _PageNotFetchedError,
-    awalk,
-    fetched_pages,
-    readable_pages,
-)
+from aizk_integrations._run.paging import Fetched, PageSize, awalk, readable_pages
 
 
 class Ranking:
@@ -235,32 +228,3 @@ def test_walks_never_wait_for_threads_their_own_pages_wait_for() -> None:
         return await asyncio.wait_for(walks, timeout=10)
 
     assert asyncio.run(calls()) == [[0, 2, 4, 6]] * 4
-
-
-def test_the_async_pages_are_the_pages_the_sync_walk_asks_for() -> None:
-    ranking = Ranking(range(40))
-    awaited: list[int] = []
-
-    async def asearch(size: int) -> list[int]:
-        awaited.append(size)
-        return ranking.items[:size]
-
-    def walk(search: Callable[[int], Sequence[int]]) -> list[int]:
-        return list(readable_pages(search, even, lambda item: item, first=3, most=30))
-
-    search = asyncio.run(fetched_pages(walk, asearch))
-    assert awaited == [3, 6, 12, 24, 30]
-    sync = Ranking(range(40))
-    assert pages(sync, first=3, most=30) == walk(search)
-    assert sync.asked == awaited
-
-
-def test_the_search_fetched_pages_returns_refuses_a_page_it_did_not_fetch() -> None:
-    async def asearch(size: int) -> list[int]:
-        return list(range(size))
-
-    search = asyncio.run(fetched_pages(lambda search: search(2), asearch))
-    assert search(2) == [0, 1]
-    with pytest.raises(_PageNotFetchedError) as raised:
-        search(4)
-    assert raised.value.size == 4
