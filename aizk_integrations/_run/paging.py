@@ -5,17 +5,24 @@ packer reads items one at a time and stops one past its cut, so retrieval is dri
 end: the first page is sized to what the budget is likely to take (`PageSize`), and only when
 the walk has read every readable item of a page is the store asked again, for twice as many.
 A reader whose items are rare in a shared store still gets a full budget of their own best
-items; most requests cost one store call.
+items; most requests cost one store call. An async store is read by the same walk (`awalk`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
+import asyncio
+from asyncio import run_coroutine_threadsafe
+from collections.abc import Callable, Coroutine, Hashable, Iterator, Sequence
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from contextvars import copy_context
 from dataclasses import dataclass
+from functools import partial
 from math import ceil
-from typing import TypeVar
+from threading import Lock
+from typing import Any, Generic, TypeVar
 
 Item = TypeVar("Item")
+Walked = TypeVar("Walked")
 
 Search = Callable[[int], Sequence[Item]]
 """The store's best `n` items for one request's query, as the pager asks for them."""
@@ -105,39 +112,57 @@ class PageSize:
         self._seen = (tokens + tokens_used, items + kept)
 
 
-class _PageNotFetchedError(Exception):
-    """The walk asked for a page the async path has not fetched yet."""
+async def awalk(
+    walk: Callable[[Search[Item]], Walked],
+    asearch: Callable[[int], Coroutine[Any, Any, Sequence[Item]]],
+) -> Walked:
+    """Run a synchronous walk once, each page it reads awaited from an async store.
 
-    def __init__(self, size: int) -> None:
-        super().__init__(size)
-        self.size = size
-
-
-async def fetched_pages(
-    walk: Callable[[Search[Item]], object], asearch: Callable[[int], Awaitable[Sequence[Item]]]
-) -> Search[Item]:
-    """Fetch from an async store every page a synchronous walk reads, and answer from them.
-
-    The walk (the pager, and the packer reading it) pulls pages while it reads and cannot
-    await, so it is run over the pages fetched so far; when it asks for one not fetched yet it
-    stops there, the page is awaited, and the walk runs again from the start. The search
-    returned answers the walk from the fetched pages alone, so the caller's own walk over it
-    (the one that reports) asks the store for nothing. Pages double, so a walk that needs p
-    pages runs p + 1 times over pages already read; in exchange the async path is the sync walk
-    itself, written once, asking the store for exactly the pages the sync path would.
+    The walk (the pager, the packer reading it, its report) pulls pages while it reads and
+    cannot await, so it runs in a thread, in the request's context, and each page it asks for
+    is awaited on this event loop: the async path is the sync path itself, run once, asking the
+    store for exactly the pages the sync path asks for. The thread is the walk's own, not the
+    loop's default executor, where a store's async API often runs its sync one (LangChain's
+    default): walks waiting there on pages that wait for a free thread would wait forever.
+    Cancelling the call cancels the page being awaited, which ends the walk.
     """
-    pages: dict[int, Sequence[Item]] = {}
+    loop = asyncio.get_running_loop()
+    pages = _LoopPages(asearch, loop)
+    thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aizk-walk")
+    try:
+        return await loop.run_in_executor(thread, partial(copy_context().run, walk, pages))
+    except asyncio.CancelledError:
+        pages.stop()
+        raise
+    finally:
+        thread.shutdown(wait=False)
 
-    def search(size: int) -> Sequence[Item]:
-        if size not in pages:
-            raise _PageNotFetchedError(size)
-        return pages[size]
 
-    while True:
-        try:
-            walk(search)
-        except _PageNotFetchedError as needed:
-            size = needed.size
-        else:
-            return search
-        pages[size] = await asearch(size)  # outside the handler: its errors chain nothing
+class _LoopPages(Generic[Item]):
+    """A walk's search, called in its thread: each page awaited on the event loop, until the
+    call the walk serves is cancelled."""
+
+    def __init__(
+        self,
+        asearch: Callable[[int], Coroutine[Any, Any, Sequence[Item]]],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self._asearch = asearch
+        self._loop = loop
+        self._lock = Lock()  # so no page is asked for once `stop` has cancelled the last one
+        self._page: Future[Sequence[Item]] | None = None
+        self._stopped = False
+
+    def __call__(self, size: int) -> Sequence[Item]:
+        with self._lock:
+            if self._stopped:
+                raise CancelledError
+            page = self._page = run_coroutine_threadsafe(self._asearch(size), self._loop)
+        return page.result()
+
+    def stop(self) -> None:
+        """End the walk: the page it waits for is cancelled, and no other is asked for."""
+        with self._lock:
+            self._stopped = True
+            if self._page is not None:
+                self._page.cancel()

@@ -295,18 +295,7 @@ def _packed(
     config: RunnableConfig,
     fetched: Fetched | None,
 ) -> Packing[Document]:
-    packing = unreported_packing(compressor, documents, config, fetched)
+    budget, reader = request_settings(compressor, config)
+    packing = run(documents, DOCUMENTS, compressor, budget=budget, reader=reader, fetched=fetched)
     report(packing, logger, PER_REQUEST, compressor.scopes_key, THROUGH_RETRIEVAL)
     return packing
-
-
-def unreported_packing(
-    compressor: AizkEvidenceCompressor,
-    documents: Iterable[Document],
-    config: RunnableConfig,
-    fetched: Fetched | None = None,
-) -> Packing[Document]:
-    """The packing alone, with no trace and no report: the walk an async store's pages are
-    fetched for (`_run.paging.fetched_pages`) before the one that reports."""
-    budget, reader = request_settings(compressor, config)
-    return run(documents, DOCUMENTS, compressor, budget=budget, reader=reader, fetched=fetched)

@@ -28,14 +28,13 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._run.paging import Fetched, PageSize, Search, fetched_pages, readable_pages
+from aizk_integrations._run.paging import Fetched, PageSize, Search, awalk, readable_pages
 from aizk_integrations._run.report import max_fetch_message
 from aizk_integrations._run.run import Packing
 from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations.langchain._compressor import (
     AizkEvidenceCompressor,
     pack_documents,
-    unreported_packing,
 )
 from aizk_integrations.langchain._config import (
     ConfigCarryingRetriever,
@@ -168,11 +167,7 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
         request = self.request_for(query, request_reader(current_config(), self.reader_of_user))
         if request is None:
             return []
-        pages = await fetched_pages(
-            lambda search: list(islice(request.readable(search, top, Fetched()), top)),
-            request.asearch,
-        )
-        return request.best(pages, top)
+        return await awalk(lambda search: request.best(search, top), request.asearch)
 
     def _top(self, k: object) -> int:
         """This call's `k`, else the retriever's: how many documents the call returns."""
@@ -232,19 +227,20 @@ class StoreRequest:
             logger.warning("%s", max_fetch_message(fetched, len(found)))
         return found
 
-    def for_packer(
-        self,
-        compressor: AizkEvidenceCompressor,
-        config: RunnableConfig,
-        search: Search[Document],
-        fetched: Fetched,
-    ) -> Iterator[Document]:
-        """The reader's documents for a walk to this request's budget: the first page sized
-        to what the budget is likely to take."""
+    def packed(
+        self, compressor: AizkEvidenceCompressor, config: RunnableConfig, search: Search[Document]
+    ) -> Packing[Document]:
+        """The reader's documents packed and reported, read from `search` only as far as the
+        walk reads, the first page sized to what the budget is likely to take, and what the
+        kept ones cost learnt for the next request's first page."""
         budget, _ = request_settings(compressor, config)
         page_size = self.retriever._page_size
         first = page_size.first(compressor.budget if budget is None else budget, self.retriever.k)
-        return self.readable(search, first, fetched)
+        fetched = Fetched()
+        documents = self.readable(search, first, fetched)
+        packing = pack_documents(compressor, documents, config, fetched=fetched)
+        page_size.learn(packing.tokens_used, len(packing.kept))
+        return packing
 
 
 def _identity(document: Document) -> Hashable:
@@ -266,7 +262,10 @@ def packed_retrieval(
     `reader`, and is the request config of everything the retriever runs, so a scoped
     retriever inside another (`MultiQueryRetriever`, `MergerRetriever`...) reads it too."""
     if isinstance(retriever, AizkScopedRetriever):
-        return _packed_pages(compressor, retriever.request_for(query, reader), config)
+        request = retriever.request_for(query, reader)
+        if request is None:  # no reader, or a reader of no scopes: the store is not asked
+            return pack_documents(compressor, [], config)
+        return request.packed(compressor, config, request.search)
     with carrying(config):
         documents = retriever.invoke(query, config, **kwargs)
     return pack_documents(compressor, documents, config)
@@ -280,35 +279,16 @@ async def apacked_retrieval(
     reader: ScopeDirectory | None,
     **kwargs: Any,
 ) -> Packing[Document]:
-    """`packed_retrieval`, asking the store through its async API."""
+    """`packed_retrieval`, asking the store through its async API: the same walk, run once in
+    a thread of its own (`awalk`), so the store is asked for the pages the sync path asks for
+    and the trace and report are the sync path's."""
     if isinstance(retriever, AizkScopedRetriever):
         request = retriever.request_for(query, reader)
         if request is None:
-            return _packed_pages(compressor, None, config)
-        pages = await fetched_pages(
-            lambda search: unreported_packing(
-                compressor, request.for_packer(compressor, config, search, Fetched()), config
-            ),
-            request.asearch,
+            return pack_documents(compressor, [], config)
+        return await awalk(
+            lambda search: request.packed(compressor, config, search), request.asearch
         )
-        return _packed_pages(compressor, request, config, pages)
     with carrying(config):
         documents = await retriever.ainvoke(query, config, **kwargs)
     return pack_documents(compressor, documents, config)
-
-
-def _packed_pages(
-    compressor: AizkEvidenceCompressor,
-    request: StoreRequest | None,
-    config: RunnableConfig,
-    pages: Search[Document] | None = None,
-) -> Packing[Document]:
-    """A scoped request's pages packed and reported, what they cost learnt for the next
-    request's first page; `pages` answers from pages an async store returned already."""
-    if request is None:  # no reader, or a reader of no scopes: nothing is asked of the store
-        return pack_documents(compressor, [], config)
-    fetched = Fetched()
-    documents = request.for_packer(compressor, config, pages or request.search, fetched)
-    packing = pack_documents(compressor, documents, config, fetched=fetched)
-    request.retriever._page_size.learn(packing.tokens_used, len(packing.kept))
-    return packing

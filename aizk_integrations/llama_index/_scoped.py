@@ -25,7 +25,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
-from aizk_integrations._run.paging import Fetched, PageSize, Search, fetched_pages, readable_pages
+from aizk_integrations._run.paging import Fetched, PageSize, Search, awalk, readable_pages
 from aizk_integrations._run.report import max_fetch_message
 from aizk_integrations._run.run import Packing, run
 from aizk_integrations._scopes.directory import ScopeDirectory, require_reader
@@ -149,10 +149,7 @@ class AizkScopedRetriever(BaseRetriever):
             )
         query = self._query(reader, query_bundle, embedding)
         limits = None if self._evidence is None else call_limits(self._evidence, query_bundle)
-        pages = await fetched_pages(
-            lambda search: self._walk(reader, search, limits, Fetched()), query.asearch
-        )
-        return self._answer(reader, pages, limits)
+        return await awalk(lambda search: self._answer(reader, search, limits), query.asearch)
 
     def _walk(
         self,

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError, ThreadPoolExecutor
+from contextvars import ContextVar
+from threading import Event
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aizk_integrations._run.paging import (
-    Fetched,
-    PageSize,
-    _PageNotFetchedError,
-    fetched_pages,
-    readable_pages,
-)
+from aizk_integrations._run.paging import Fetched, PageSize, awalk, readable_pages
 
 
 class Ranking:
@@ -129,30 +126,105 @@ def test_a_request_that_kept_nothing_leaves_the_estimate_unknown() -> None:
     assert size.first(budget=2048, least=4) == 4
 
 
-def test_the_async_pages_are_the_pages_the_sync_walk_asks_for() -> None:
+def test_the_async_walk_runs_once_asking_the_store_for_the_pages_the_sync_walk_asks() -> None:
     ranking = Ranking(range(40))
     awaited: list[int] = []
+    walks: list[int] = []
 
     async def asearch(size: int) -> list[int]:
         awaited.append(size)
         return ranking.items[:size]
 
     def walk(search: Callable[[int], Sequence[int]]) -> list[int]:
+        walks.append(1)
         return list(readable_pages(search, even, lambda item: item, first=3, most=30))
 
-    search = asyncio.run(fetched_pages(walk, asearch))
+    found = asyncio.run(awalk(walk, asearch))
+    assert walks == [1]
     assert awaited == [3, 6, 12, 24, 30]
     sync = Ranking(range(40))
-    assert pages(sync, first=3, most=30) == walk(search)
+    assert pages(sync, first=3, most=30) == found
     assert sync.asked == awaited
 
 
-def test_the_search_fetched_pages_returns_refuses_a_page_it_did_not_fetch() -> None:
-    async def asearch(size: int) -> list[int]:
-        return list(range(size))
+def test_the_async_walk_runs_in_the_requests_context() -> None:
+    request: ContextVar[str] = ContextVar("request", default="none")
 
-    search = asyncio.run(fetched_pages(lambda search: search(2), asearch))
-    assert search(2) == [0, 1]
-    with pytest.raises(_PageNotFetchedError) as raised:
-        search(4)
-    assert raised.value.size == 4
+    async def asearch(size: int) -> list[str]:
+        return [request.get()] * size
+
+    async def call() -> tuple[str, Sequence[str]]:
+        request.set("this one")
+        return await awalk(lambda search: (request.get(), search(1)), asearch)
+
+    assert asyncio.run(call()) == ("this one", ["this one"])
+
+
+def test_an_error_of_the_async_store_reaches_the_caller_as_it_was_raised() -> None:
+    failure = ConnectionError("the store is down")
+
+    async def asearch(size: int) -> list[int]:
+        raise failure
+
+    with pytest.raises(ConnectionError) as raised:
+        asyncio.run(awalk(lambda search: search(2), asearch))
+    assert raised.value is failure
+    assert raised.value.__cause__ is None
+    assert raised.value.__context__ is None
+
+
+def test_cancelling_the_async_walk_cancels_the_page_it_waits_for_and_ends_the_walk() -> None:
+    asked: list[int] = []
+    cancelled: list[int] = []
+    ended: list[BaseException] = []
+    walk_ended = Event()
+
+    async def asearch(size: int) -> list[int]:
+        asked.append(size)
+        try:
+            await asyncio.Event().wait()  # a store that never answers
+        except asyncio.CancelledError:
+            cancelled.append(size)
+            raise
+        return []
+
+    def walk(search: Callable[[int], Sequence[int]]) -> None:
+        try:
+            search(2)
+            search(4)
+        except BaseException as error:
+            ended.append(error)
+            raise
+        finally:
+            walk_ended.set()
+
+    async def call() -> None:
+        task = asyncio.create_task(awalk(walk, asearch))
+        while not asked:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # Before the loop ends (a server's runs on): closing it would cancel the page anyway.
+        assert await asyncio.to_thread(walk_ended.wait, 10)
+
+    asyncio.run(call())
+    assert asked == cancelled == [2]
+    assert [type(error) for error in ended] == [CancelledError]
+
+
+def test_walks_never_wait_for_threads_their_own_pages_wait_for() -> None:
+    # A store's async API that runs its sync one on the loop's default executor (LangChain's
+    # default): with walks on that executor too, two walks would hold its one thread.
+    async def asearch(size: int) -> list[int]:
+        return await asyncio.get_running_loop().run_in_executor(None, list, range(size))
+
+    def walk(search: Callable[[int], Sequence[int]]) -> list[int]:
+        return list(readable_pages(search, even, lambda item: item, first=2, most=8))
+
+    async def calls() -> list[list[int]]:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+        walks = asyncio.gather(*(awalk(walk, asearch) for _ in range(4)))
+        return await asyncio.wait_for(walks, timeout=10)
+
+    assert asyncio.run(calls()) == [[0, 2, 4, 6]] * 4
