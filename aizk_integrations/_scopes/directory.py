@@ -225,3 +225,10 @@ def require_reader(value: object, where: str) -> ScopeDirectory:
             f"authorization off), not {type(value).__name__}"
         )
     return value
+
+
+def scopes_of(metadata: object, key: str) -> object:
+    """What a stored item's metadata holds under `key`: nothing when the metadata is not a
+    mapping at all (`None`, a text, a list), which no reader may read, rather than an error that
+    would fail the request of every reader the store holds it beside."""
+    return metadata.get(key) if isinstance(metadata, Mapping) else None

@@ -31,7 +31,7 @@ from aizk_integrations._errors import quoted
 from aizk_integrations._run.paging import Fetched, PageSize, Search, awalk, readable_pages
 from aizk_integrations._run.report import max_fetch_message
 from aizk_integrations._run.run import Packing
-from aizk_integrations._scopes.directory import ScopeDirectory
+from aizk_integrations._scopes.directory import ScopeDirectory, scopes_of
 from aizk_integrations.langchain._compressor import (
     AizkEvidenceCompressor,
     pack_documents,
@@ -212,7 +212,7 @@ class StoreRequest:
         key = self.retriever.scopes_key
         return readable_pages(
             search,
-            lambda document: self.reader.may_read(document.metadata.get(key)),
+            lambda document: self.reader.may_read(scopes_of(document.metadata, key)),
             _identity,
             first=first,
             most=self.retriever.max_fetch,

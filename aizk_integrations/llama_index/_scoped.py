@@ -28,7 +28,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 from aizk_integrations._run.paging import Fetched, PageSize, Search, awalk, readable_pages
 from aizk_integrations._run.report import max_fetch_message
 from aizk_integrations._run.run import Packing, run
-from aizk_integrations._scopes.directory import ScopeDirectory, require_reader
+from aizk_integrations._scopes.directory import ScopeDirectory, require_reader, scopes_of
 from aizk_integrations.llama_index._nodes import NODES
 from aizk_integrations.llama_index._postprocessor import (
     AizkEvidencePostprocessor,
@@ -230,7 +230,7 @@ class AizkScopedRetriever(BaseRetriever):
     ) -> Iterator[NodeWithScore]:
         return readable_pages(
             search,
-            lambda scored: reader.may_read(scored.node.metadata.get(self._scopes_key)),
+            lambda scored: reader.may_read(scopes_of(scored.node.metadata, self._scopes_key)),
             lambda scored: scored.node.node_id,
             first=first,
             most=self._max_fetch,
