@@ -75,7 +75,7 @@ BLOCK_KEY = "aizk_recall"
 """Metadata key of the one item a packer hands on, in both adapters: the block's public JSON."""
 
 
-SEVERAL_IDS_IN_ONE = "holds several scope ids in one string, such as 'sam,org-team'"
+SEVERAL_IDS_IN_ONE = "holds several scope ids in one string, such as 'id1,id2'"
 """What is wrong with scopes written as a list encoded in one string: said of no item in
 particular, since whose item it is cannot be told."""
 

@@ -191,9 +191,9 @@ def bad_records_message(packing: Packing[Any], scopes_key: str) -> str | None:
     if several:
         said.append(
             f"{_items(several, 'hold')} under {scopes_key!r} several scope ids in one string "
-            "(such as 'sam,org-team'), which no reader's scopes match, so they are withheld "
-            "from every reader: store the ids as a list, as scope_metadata(['sam', "
-            "'org-team']) writes them"
+            "(such as 'id1,id2'), which no reader's scopes match, so they are withheld from "
+            "every reader: store the ids as a list, as scope_metadata(['id1', 'id2']) writes "
+            "them"
         )
     if len(unreadable) > several:
         said.append(

@@ -159,9 +159,9 @@ def test_scopes_written_as_several_ids_in_one_string_are_said_to_be_a_list(
     with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
         assert packer.compress_documents(documents, "q") == []
     assert (
-        "1 item holds under 'scopes' several scope ids in one string (such as "
-        "'sam,org-team'), which no reader's scopes match, so they are withheld from every "
-        "reader: store the ids as a list, as scope_metadata(['sam', 'org-team']) writes them"
+        "1 item holds under 'scopes' several scope ids in one string (such as 'id1,id2'), "
+        "which no reader's scopes match, so they are withheld from every reader: store the "
+        "ids as a list, as scope_metadata(['id1', 'id2']) writes them"
     ) in caplog.text
     assert "1 item holds scopes under 'scopes' that cannot be read as scope ids" in caplog.text
     assert "written by other code" not in caplog.text
