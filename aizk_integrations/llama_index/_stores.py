@@ -16,8 +16,6 @@ store installs no other.
 from __future__ import annotations
 
 import logging
-import sys
-from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,11 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from aizk_integrations._scopes.ids import scopes_within
 from aizk_integrations._stores import postgres as _postgres
 from aizk_integrations._stores.filters import chroma_where, qdrant_filter
+from aizk_integrations._stores.plan import StorePlan, is_a
 from aizk_integrations.llama_index._postgres import pgvector_scoped_query, scoped_read
 
 _CHROMA = ("llama_index.vector_stores.chroma", "ChromaVectorStore")
 _QDRANT = ("llama_index.vector_stores.qdrant", "QdrantVectorStore")
-_PGVECTOR = ("llama_index.vector_stores.postgres", "PGVectorStore")
 
 
 class ScopeFilter(BaseModel):
@@ -67,14 +65,8 @@ class ScopeFilter(BaseModel):
     )
 
 
-class _Plan(ABC):
-    """How one kind of store is asked for a reader's items: its docstring says how exactly."""
-
-    def __init__(self, vector_store: BasePydanticVectorStore, scopes_key: str) -> None:
-        self._store, self._key = vector_store, scopes_key
-
-    @abstractmethod
-    def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter: ...
+_Plan = StorePlan[BasePydanticVectorStore, ScopeFilter]
+"""How one kind of store is asked for a reader's items: its docstring says how exactly."""
 
 
 def built_in_filter(
@@ -82,13 +74,13 @@ def built_in_filter(
 ) -> ScopeFilter:
     """The narrowest condition the store can express for a reader's scope ids."""
     plan: type[_Plan]
-    if _is_a(vector_store, _QDRANT):
+    if is_a(vector_store, *_QDRANT):
         plan = _Qdrant
     elif isinstance(vector_store, SimpleVectorStore):
         plan = _Simple
-    elif _is_a(vector_store, _CHROMA):
+    elif is_a(vector_store, *_CHROMA):
         plan = _Chroma
-    elif _is_a(vector_store, _PGVECTOR):
+    elif _postgres.PGVECTORSTORE.holds(vector_store):
         plan = _PGVectorStore
     else:
         plan = _Unfiltered
@@ -173,7 +165,7 @@ def check_store(vector_store: BasePydanticVectorStore) -> None:
     `PGVectorStore` built without `pgvector_scoped_query` would take the reader's keyword
     argument and ignore it.
     """
-    if _is_a(vector_store, _PGVECTOR) and not _scoped_pgvector(vector_store):
+    if _postgres.PGVECTORSTORE.holds(vector_store) and not _scoped_pgvector(vector_store):
         raise ValueError(
             "scoped retrieval over a PGVectorStore asks the database for the reader's rows in "
             "the store's own query, through its customize_query_fn, and this store was built "
@@ -182,7 +174,7 @@ def check_store(vector_store: BasePydanticVectorStore) -> None:
             "pgvector_scoped_query)), from aizk_integrations.llama_index; it changes only "
             "scoped retrieval's queries"
         )
-    if _is_a(vector_store, _CHROMA) and getattr(vector_store, "flat_metadata", False):
+    if is_a(vector_store, *_CHROMA) and getattr(vector_store, "flat_metadata", False):
         raise ValueError(
             "scoped retrieval needs the scope ids stored as a list, and this index's "
             "ChromaVectorStore keeps flat metadata (flat_metadata=True), which refuses lists; "
@@ -212,23 +204,7 @@ def postgres_setup(
     postgres_setup(vector_store, role="app_reader"): connection.exec_driver_sql(statement)`.
     docs/postgres.md says what `role` must not be allowed to do.
     """
-    if not _is_a(vector_store, _PGVECTOR):
-        raise TypeError(
-            f"postgres_setup takes LlamaIndex's PGVectorStore, not {type(vector_store).__name__}"
-        )
-    table = _postgres.llama_index_table(
-        vector_store.table_name,  # type: ignore[attr-defined]  # PGVectorStore's own fields
-        vector_store.schema_name,  # type: ignore[attr-defined]
-    )
-    return _postgres.setup(table, scopes_key, role)
-
-
-def _is_a(vector_store: BasePydanticVectorStore, where: tuple[str, str]) -> bool:
-    """Whether the store is an instance of that class, without importing its package: a package
-    nobody has imported cannot have made the store."""
-    module, name = where
-    cls = getattr(sys.modules.get(module), name, None)
-    return isinstance(cls, type) and isinstance(vector_store, cls)
+    return _postgres.store_setup(_postgres.PGVECTORSTORE, vector_store, role, scopes_key)
 
 
 _in_scoped_query: ContextVar[bool] = ContextVar("aizk_in_scoped_query", default=False)
