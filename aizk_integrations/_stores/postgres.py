@@ -16,7 +16,8 @@ few enough for it to answer quickly (`INDEX_LOOKUP_MOST`).
 Everything the database runs is a named constant below. Identifiers (schemas, tables, columns,
 roles, indexes) enter only quoted (`_name`), the scopes key only as a plain name, reader ids
 only as bound parameters or through `set_config`. Framework-free and driver-free: the SQL is
-text, run by each store's own SQLAlchemy engine. The stores themselves are known here as data:
+text, run by the adapters on SQLAlchemy engines (PGVector's own; for LlamaIndex's PGVectorStore,
+one made from the store's connection settings). The stores themselves are known here as data:
 their class by name (`PostgresStore`) and their table (`StoreTable`).
 """
 
@@ -172,6 +173,25 @@ PGVECTOR_SEARCH: Final = (
 its distance, nearest first), with the reader's condition beside the ordering. Written out here
 rather than built from the store's ORM classes on every request, which cost twice the time."""
 
+PGVECTORSTORE_SEARCH: Final = (
+    "SELECT {rows}.node_id, {rows}.text, {rows}.metadata_,"
+    " {rows}.embedding <=> CAST(:embedding AS {vector}) AS distance"
+    " FROM {rows} WHERE {condition}"
+    " ORDER BY distance LIMIT :top"
+)
+"""LlamaIndex's `PGVectorStore` search as the store writes it (its default query mode: its table,
+cosine distance, nearest first; `halfvec` for a store made with `use_halfvec`), with the
+reader's condition beside the ordering."""
+
+HNSW_SEARCH: Final = (
+    "SELECT set_config('hnsw.ef_search', :ef_search, true),"
+    " set_config('enable_bitmapscan', 'off', true)"
+)
+"""What a `PGVectorStore` made with `hnsw_kwargs` runs before each of its searches, local to the
+query's transaction: its `hnsw_ef_search`, and no bitmap scans, so that every search goes
+through the HNSW index (where the iterative scan keeps it full). The store itself runs the first
+as a plain `SET`, which stays with the pooled connection."""
+
 PGVECTOR_DISTANCES: Final = {
     "cosine_distance": "<=>",
     "l2_distance": "<->",
@@ -278,6 +298,15 @@ def pgvector_search(key: str, distance: str, *, policy: bool, ids: int) -> str:
         distance=PGVECTOR_DISTANCES[distance],
         condition=condition,
     )
+
+
+def pgvectorstore_search(
+    table: StoreTable, key: str, *, halfvec: bool, policy: bool, ids: int
+) -> str:
+    """`PGVECTORSTORE_SEARCH` on `table`, with the reader's condition (`reader_condition`)."""
+    condition = reader_condition(table, key, policy=policy, ids=ids)
+    vector = "halfvec" if halfvec else "vector"
+    return PGVECTORSTORE_SEARCH.format(rows=table_name(table), vector=vector, condition=condition)
 
 
 def table_name(table: StoreTable) -> str:
