@@ -61,7 +61,6 @@ from scoped_corpus import (
     vector,
 )
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import ScopeDirectory, scope_metadata
 from aizk_integrations.langchain import (
@@ -72,7 +71,6 @@ from aizk_integrations.langchain import (
 )
 from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
-    pgvector_scoped_query,
 )
 from aizk_integrations.llama_index import AizkScopedRetriever as LlamaIndexScoped
 from aizk_integrations.llama_index import postgres_setup as llama_index_postgres_setup
@@ -248,11 +246,10 @@ class Scoped:
             )
         else:
             self._store = PGVectorStore(
-                engine=create_engine(database.url("psycopg2", user=APP)),
-                async_engine=create_async_engine(database.url("asyncpg", user=APP)),
+                connection_string=database.url("psycopg2", user=APP),
+                async_connection_string=database.url("asyncpg", user=APP),
                 table_name="shared",
                 embed_dim=DIMENSIONS,
-                customize_query_fn=pgvector_scoped_query,
             )
             index = VectorStoreIndex.from_vector_store(self._store, embed_model=WordEmbedding())
             self._llama_index = LlamaIndexScoped(

@@ -16,18 +16,22 @@ few enough for it to answer quickly (`INDEX_LOOKUP_MOST`).
 Everything the database runs is a named constant below. Identifiers (schemas, tables, columns,
 roles, indexes) enter only quoted (`_name`), the scopes key only as a plain name, reader ids
 only as bound parameters or through `set_config`. Framework-free and driver-free: the SQL is
-text, run by each store's own SQLAlchemy engine.
+text, run by the adapters on SQLAlchemy engines (PGVector's own; for LlamaIndex's PGVectorStore,
+one made from the store's connection settings). The stores themselves are known here as data:
+their class by name (`PostgresStore`) and their table (`StoreTable`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from aizk_integrations._errors import quoted
 from aizk_integrations._scopes.ids import Spellings, spellings
+from aizk_integrations._stores.plan import is_a
 
 READER_IDS_SETTING: Final = "aizk.reader_ids"
 """The transaction-local setting that carries the request's reader ids to the policy."""
@@ -169,6 +173,25 @@ PGVECTOR_SEARCH: Final = (
 its distance, nearest first), with the reader's condition beside the ordering. Written out here
 rather than built from the store's ORM classes on every request, which cost twice the time."""
 
+PGVECTORSTORE_SEARCH: Final = (
+    "SELECT {rows}.node_id, {rows}.text, {rows}.metadata_,"
+    " {rows}.embedding <=> CAST(:embedding AS {vector}) AS distance"
+    " FROM {rows} WHERE {condition}"
+    " ORDER BY distance LIMIT :top"
+)
+"""LlamaIndex's `PGVectorStore` search as the store writes it (its default query mode: its table,
+cosine distance, nearest first; `halfvec` for a store made with `use_halfvec`), with the
+reader's condition beside the ordering."""
+
+HNSW_SEARCH: Final = (
+    "SELECT set_config('hnsw.ef_search', :ef_search, true),"
+    " set_config('enable_bitmapscan', 'off', true)"
+)
+"""What a `PGVectorStore` made with `hnsw_kwargs` runs before each of its searches, local to the
+query's transaction: its `hnsw_ef_search`, and no bitmap scans, so that every search goes
+through the HNSW index (where the iterative scan keeps it full). The store itself runs the first
+as a plain `SET`, which stays with the pooled connection."""
+
 PGVECTOR_DISTANCES: Final = {
     "cosine_distance": "<=>",
     "l2_distance": "<->",
@@ -275,6 +298,15 @@ def pgvector_search(key: str, distance: str, *, policy: bool, ids: int) -> str:
         distance=PGVECTOR_DISTANCES[distance],
         condition=condition,
     )
+
+
+def pgvectorstore_search(
+    table: StoreTable, key: str, *, halfvec: bool, policy: bool, ids: int
+) -> str:
+    """`PGVECTORSTORE_SEARCH` on `table`, with the reader's condition (`reader_condition`)."""
+    condition = reader_condition(table, key, policy=policy, ids=ids)
+    vector = "halfvec" if halfvec else "vector"
+    return PGVECTORSTORE_SEARCH.format(rows=table_name(table), vector=vector, condition=condition)
 
 
 def table_name(table: StoreTable) -> str:
@@ -410,6 +442,56 @@ error about a missing function."""
 
 def never_set_up(error: BaseException) -> bool:
     """Whether a database error is a scoped query on a table `setup` never ran on: Postgres's
-    undefined_function (SQLSTATE 42883) naming the scope keys function."""
+    undefined_function (SQLSTATE 42883) naming the scope keys function. (psycopg names the
+    state `sqlstate`, psycopg2 `pgcode`.)"""
     cause = getattr(error, "orig", error)
-    return getattr(cause, "sqlstate", None) == "42883" and "aizk_scope_keys" in str(cause)
+    state = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    return state == "42883" and "aizk_scope_keys" in str(cause)
+
+
+@contextmanager
+def explaining_a_missing_setup() -> Iterator[None]:
+    """Around a scoped query's transaction: the database's error about the missing scope keys
+    function becomes `NOT_SET_UP`, which says what to run; any other error passes as it is."""
+    try:
+        yield
+    except Exception as error:
+        if never_set_up(error):
+            raise RuntimeError(NOT_SET_UP) from error
+        raise
+
+
+@dataclass(frozen=True)
+class PostgresStore:
+    """A framework's Postgres store: its class, named by the package that exports it (`is_a`),
+    how messages name it, and the table a store of it keeps its rows in."""
+
+    module: str
+    name: str
+    title: str
+    table: Callable[[Any], StoreTable]
+
+    def holds(self, store: object) -> bool:
+        return is_a(store, self.module, self.name)
+
+
+PGVECTOR: Final = PostgresStore(
+    "langchain_postgres",
+    "PGVector",
+    "langchain-postgres's PGVector store",
+    lambda _: PGVECTOR_TABLE,
+)
+PGVECTORSTORE: Final = PostgresStore(
+    "llama_index.vector_stores.postgres",
+    "PGVectorStore",
+    "LlamaIndex's PGVectorStore",
+    lambda store: llama_index_table(store.table_name, store.schema_name),
+)
+
+
+def store_setup(kind: PostgresStore, store: object, role: str, scopes_key: str) -> list[str]:
+    """`setup` of the table of `store`, which must be a `kind`: what each adapter's
+    `postgres_setup` returns for its framework's store."""
+    if not kind.holds(store):
+        raise TypeError(f"postgres_setup takes {kind.title}, not {type(store).__name__}")
+    return setup(kind.table(store), scopes_key, role)

@@ -23,10 +23,9 @@ from langchain_core.runnables.config import run_in_executor
 
 from aizk_integrations._scopes.ids import Spellings, spellings
 from aizk_integrations._stores.postgres import (
-    NOT_SET_UP,
     PGVECTOR_TABLE,
     START_READING,
-    never_set_up,
+    explaining_a_missing_setup,
     pgvector_search,
     spelled,
     table_name,
@@ -57,15 +56,11 @@ class PGVectorSearch:
             )
         embedding = self._store.embeddings.embed_query(query)
         values = spellings(scope_ids)
-        try:
-            with self._store.session_maker.get_bind().begin() as connection:
-                started = connection.execute(sqlalchemy.text(START_READING), _reading(values))
-                statement = self._statement(embedding, top, values, policy=started.one()[-1])
-                rows = connection.execute(statement).all()
-        except sqlalchemy.exc.ProgrammingError as error:
-            if never_set_up(error):
-                raise RuntimeError(NOT_SET_UP) from error
-            raise
+        engine = self._store.session_maker.get_bind()
+        with explaining_a_missing_setup(), engine.begin() as connection:
+            started = connection.execute(sqlalchemy.text(START_READING), _reading(values))
+            statement = self._statement(embedding, top, values, policy=started.one()[-1])
+            rows = connection.execute(statement).all()
         return _documents(rows)
 
     async def asearch(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
@@ -79,16 +74,12 @@ class PGVectorSearch:
         values = spellings(scope_ids)
         async with self._store.session_maker() as session:
             engine = session.bind
-        try:
+        with explaining_a_missing_setup():
             async with engine.begin() as connection:
                 reading = _reading(values)
                 started = await connection.execute(sqlalchemy.text(START_READING), reading)
                 statement = self._statement(embedding, top, values, policy=started.one()[-1])
                 rows = (await connection.execute(statement)).all()
-        except sqlalchemy.exc.ProgrammingError as error:
-            if never_set_up(error):
-                raise RuntimeError(NOT_SET_UP) from error
-            raise
         return _documents(rows)
 
     def _statement(

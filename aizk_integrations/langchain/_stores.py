@@ -16,8 +16,6 @@ package.
 
 from __future__ import annotations
 
-import sys
-from abc import ABC, abstractmethod
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.documents import Document
@@ -27,6 +25,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from aizk_integrations._scopes.ids import scopes_within
 from aizk_integrations._stores import postgres as _postgres
 from aizk_integrations._stores.filters import chroma_where, qdrant_filter
+from aizk_integrations._stores.plan import StorePlan, is_a
 
 
 @runtime_checkable
@@ -58,11 +57,11 @@ def searcher(vectorstore: VectorStore, scopes_key: str, custom: StoreSearch | No
         return _Custom(custom)
     if isinstance(vectorstore, InMemoryVectorStore):
         return _InMemory(vectorstore, scopes_key)
-    if _is(vectorstore, "langchain_chroma", "Chroma"):
+    if is_a(vectorstore, "langchain_chroma", "Chroma"):
         return _Chroma(vectorstore, scopes_key)
-    if _is(vectorstore, "langchain_qdrant", "QdrantVectorStore"):
+    if is_a(vectorstore, "langchain_qdrant", "QdrantVectorStore"):
         return _Qdrant(vectorstore, scopes_key)
-    if _is(vectorstore, "langchain_postgres", "PGVector"):
+    if _postgres.PGVECTOR.holds(vectorstore):
         from aizk_integrations.langchain._postgres import PGVectorSearch  # needs SQLAlchemy
 
         return PGVectorSearch(vectorstore, scopes_key)
@@ -79,29 +78,12 @@ def postgres_setup(vectorstore: VectorStore, *, role: str, scopes_key: str = "sc
     role="app_reader"): connection.exec_driver_sql(statement)`. The HNSW index needs a store made
     with `embedding_length`. docs/postgres.md says what `role` must not be allowed to do.
     """
-    if not _is(vectorstore, "langchain_postgres", "PGVector"):
-        raise TypeError(
-            "postgres_setup takes langchain-postgres's PGVector store, not "
-            f"{type(vectorstore).__name__}"
-        )
-    return _postgres.setup(_postgres.PGVECTOR_TABLE, scopes_key, role)
+    return _postgres.store_setup(_postgres.PGVECTOR, vectorstore, role, scopes_key)
 
 
-def _is(vectorstore: VectorStore, module: str, name: str) -> bool:
-    loaded = sys.modules.get(module)
-    kind = getattr(loaded, name, None) if loaded is not None else None
-    return isinstance(kind, type) and isinstance(vectorstore, kind)
-
-
-class _Filtered(ABC):
+class _Filtered(StorePlan[VectorStore, Any]):
     """A store asked with a filter of its own language: `filter_for` the reader's ids, or
     `None` for no filter (the store is then paged unfiltered)."""
-
-    def __init__(self, store: VectorStore, key: str) -> None:
-        self._store, self._key = store, key
-
-    @abstractmethod
-    def filter_for(self, scope_ids: frozenset[str]) -> Any | None: ...
 
     def search(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
         narrowing = self.filter_for(scope_ids)

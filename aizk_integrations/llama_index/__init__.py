@@ -20,7 +20,6 @@ try:
     )
     from aizk_integrations.llama_index._event import AizkEvidencePackedEvent
     from aizk_integrations.llama_index._memory import AizkMemoryBlock
-    from aizk_integrations.llama_index._postgres import pgvector_scoped_query
     from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor
     from aizk_integrations.llama_index._scoped import AizkScopedRetriever
     from aizk_integrations.llama_index._stores import ScopeFilter, postgres_setup
@@ -45,6 +44,5 @@ __all__ = [
     "AizkScopedRetriever",
     "AizkToolEvidenceMemory",
     "ScopeFilter",
-    "pgvector_scoped_query",
     "postgres_setup",
 ]

@@ -1,112 +1,131 @@
-"""LlamaIndex's `PGVectorStore`, asked for one reader's nodes in its own SQL query.
+"""LlamaIndex's `PGVectorStore`, asked for one reader's nodes in one SQL query of our own.
 
 The store's metadata filters cannot say "every scope of the node is the reader's" (and paste
-their values into the SQL text), but the store takes a `customize_query_fn` when it is built: a
-public hook that receives each query's SQLAlchemy statement and the keyword arguments of
-`query(...)`/`aquery(...)`. `pgvector_scoped_query` is that hook. Scoped retrieval passes the
-reader through the query's keyword arguments (`scoped_read`), and the hook marks the statement
-with the reader. Just before a marked statement runs, in its own transaction, a listener on
-SQLAlchemy's engines sets the reader's ids for row-level security, learns whether the policy
-binds (`_postgres.START_READING`), and adds the reader's condition for that case to the
-statement, beside the store's own vector ordering (`_postgres.reader_condition`). Every other
-query of the store (the app's own retriever, ingestion) runs as the store would run it.
+their values into the SQL text), so scoped retrieval writes the query itself, as the LangChain
+side does for `PGVector`: in one transaction, the reader's ids set for row-level security and
+whether the policy binds (`_postgres.START_READING`), then the store's own search with the
+readable-row condition beside its vector ordering (`_postgres.pgvectorstore_search`), the rows
+built into nodes as the store builds them. Nothing is added to the store or to SQLAlchemy: the
+app's own queries of the store, and every other engine of the process, run as they would
+without this library.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+import asyncio
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, event, text
+import sqlalchemy
+from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
+from llama_index.core.vector_stores.utils import metadata_dict_to_node
 
-from aizk_integrations._scopes.ids import spellings
+from aizk_integrations._scopes.ids import Spellings, spellings
 from aizk_integrations._stores.postgres import (
+    HNSW_SEARCH,
     START_READING,
-    StoreTable,
-    reader_condition,
+    explaining_a_missing_setup,
+    llama_index_table,
+    pgvectorstore_search,
     spelled,
     table_name,
 )
 
-SCOPED_READ = "aizk_scoped_read"
-"""The keyword argument of `PGVectorStore.query` that carries scoped retrieval's reader."""
-READING = "aizk_reading"
-"""The statement's execution option that carries its reader to `_start_reading`."""
 
+class PGVectorStoreSearch:
+    """Exact, for any reader, in one query: the nodes of the store's table whose scopes are all
+    the reader's, best first by the store's own distance, each built as the store's `query`
+    builds it (node, text, metadata, score `1 - distance`). The re-check after it passes every
+    one.
 
-@dataclass(frozen=True)
-class _Reading:
-    """A marked statement's reader: their ids (as bound, and how many values), the table read,
-    and the scopes key."""
+    The query runs on an engine of ours, made once, when the retriever is built, from the
+    store's public settings (`connection_string`, `create_engine_kwargs`, `debug`), as the store
+    makes its own. The store keeps its engines in private attributes, and its public `client`
+    is its sync engine only once the store has set itself up on a query of its own: reading
+    them would be reaching into the framework. So a store built from engine objects, which has
+    no connection string, is refused, saying how to build it. The engine lives as long as the
+    retriever and its `for_reader` copies, which share it; a per-store cache would have to key
+    on the store object's identity (the store is not hashable) or be written onto the store.
 
-    reader_ids: str
-    values: int
-    table: StoreTable
-    scopes_key: str
-
-
-def scoped_read(scope_ids: frozenset[str], scopes_key: str) -> dict[str, Any]:
-    """The keyword arguments of a store query for a reader of `scope_ids`."""
-    return {SCOPED_READ: (scope_ids, scopes_key)}
-
-
-def pgvector_scoped_query(
-    statement: Select[Any], table_class: Any, *args: Any, **kwargs: Any
-) -> Select[Any]:
-    """The `customize_query_fn` to build a `PGVectorStore` with for scoped retrieval:
-    `PGVectorStore.from_params(..., customize_query_fn=pgvector_scoped_query)`.
-
-    On the queries `AizkScopedRetriever` makes, it has the reader's ids set in the statement's
-    transaction for row-level security and the readable-row condition added to the statement;
-    every other query it returns unchanged. (The store calls it with keyword arguments after the
-    two; `*args` is there because the store's annotation says three positional ones.)
+    Async calls run the same search on a worker thread. An async engine of ours would belong
+    to the event loop that first used it, and, the store's `close()` not knowing it, nothing
+    would close its connections (asyncpg warns about each at collection); a sync engine's are
+    closed with it. With an HNSW index the iterative scan may return a page slightly out of
+    distance order; the order is restored here from the distances.
     """
-    read = kwargs.get(SCOPED_READ)
-    if read is None:
-        return statement
-    scope_ids, scopes_key = read
-    values = spellings(scope_ids)
-    table = _store_table(table_class.__table__.name, table_class.__table__.schema)
-    _listen()
-    reading = _Reading(spelled(values), len(values), table, scopes_key)
-    return statement.execution_options(**{READING: reading})
 
-
-def _store_table(name: str, schema: str | None) -> StoreTable:
-    return StoreTable(schema or "public", name, metadata="metadata_")
-
-
-_LISTENING = threading.Lock()
-
-
-def _listen() -> None:
-    """Set the reader of every statement that carries one, on every engine: `PGVectorStore`
-    keeps its engines to itself, so the listener is on SQLAlchemy's `Engine` class (an async
-    engine runs its statements on a sync one). Added once, on first use, under a lock, as the
-    first requests may come at once."""
-    with _LISTENING:
-        if not event.contains(Engine, "before_execute", _start_reading):
-            event.listen(Engine, "before_execute", _start_reading, retval=True)
-
-
-def _start_reading(
-    connection: Connection,
-    statement: Any,
-    multiparams: Any,
-    params: Any,
-    execution_options: Mapping[str, Any],
-) -> tuple[Any, Any, Any]:
-    """Before a marked statement, in its transaction: the reader's ids for the policy, and
-    pgvector's iterative index scan, both local to the transaction; then the statement, with the
-    reader's condition for whether the policy binds (`_postgres.reader_condition`)."""
-    reading = execution_options.get(READING)
-    if isinstance(reading, _Reading):
-        ids, table = reading.reader_ids, table_name(reading.table)
-        started = connection.execute(text(START_READING), {"reader_ids": ids, "table": table})
-        condition = reader_condition(
-            reading.table, reading.scopes_key, policy=started.one()[-1], ids=reading.values
+    def __init__(self, store: Any, key: str) -> None:
+        if store.connection_string in ("", "None"):  # PGVectorStore keeps str(None)
+            raise ValueError(
+                "scoped retrieval over a PGVectorStore queries the database on an engine of "
+                "its own, made from the store's connection_string and create_engine_kwargs "
+                "(the store keeps its engines private), and this store was built from engine "
+                "objects, without a connection string: build it with PGVectorStore("
+                "connection_string=..., async_connection_string=..., create_engine_kwargs="
+                "{...pool settings}) or PGVectorStore.from_params(...)"
+            )
+        self._store, self._key = store, key
+        self._table = llama_index_table(store.table_name, store.schema_name)
+        self._engine = sqlalchemy.create_engine(
+            store.connection_string, echo=store.debug, **store.create_engine_kwargs
         )
-        statement = statement.where(text(condition).bindparams(reader_ids=ids))
-    return statement, multiparams, params
+
+    def search(
+        self, embedding: list[float], top: int, scope_ids: frozenset[str]
+    ) -> list[NodeWithScore]:
+        values = spellings(scope_ids)
+        reading = {"reader_ids": spelled(values), "table": table_name(self._table)}
+        with explaining_a_missing_setup(), self._engine.begin() as connection:
+            started = connection.execute(sqlalchemy.text(START_READING), reading)
+            if self._store.hnsw_kwargs:
+                ef_search = str(int(self._store.hnsw_kwargs["hnsw_ef_search"]))
+                connection.execute(sqlalchemy.text(HNSW_SEARCH), {"ef_search": ef_search})
+            statement = self._statement(embedding, top, values, policy=started.one()[-1])
+            rows = connection.execute(statement).all()
+        return _scored(rows)
+
+    async def asearch(
+        self, embedding: list[float], top: int, scope_ids: frozenset[str]
+    ) -> list[NodeWithScore]:
+        return await asyncio.to_thread(self.search, embedding, top, scope_ids)
+
+    def _statement(
+        self, embedding: list[float], top: int, values: Spellings, *, policy: bool
+    ) -> sqlalchemy.TextClause:
+        sql = pgvectorstore_search(
+            self._table,
+            self._key,
+            halfvec=self._store.use_halfvec,
+            policy=policy,
+            ids=len(values),
+        )
+        return sqlalchemy.text(sql).bindparams(
+            embedding=_vector(embedding), top=top, reader_ids=spelled(values)
+        )
+
+
+def _vector(embedding: list[float]) -> str:
+    """pgvector's text for an embedding (whose values may be numpy's floats)."""
+    return "[" + ",".join(str(float(value)) for value in embedding) + "]"
+
+
+def _scored(rows: Sequence[Any]) -> list[NodeWithScore]:
+    """The rows as the store's `query` returns them, nearest first (stable: ties keep the
+    index's order; a row without an embedding, whose distance is NULL, last, scored 0)."""
+    ranked = sorted(rows, key=lambda row: (row.distance is None, row.distance or 0.0))
+    return [
+        NodeWithScore(node=_node(row), score=0.0 if row.distance is None else 1 - row.distance)
+        for row in ranked
+    ]
+
+
+def _node(row: Any) -> BaseNode:
+    """A node as `PGVectorStore` builds one from its row: the node it serialised into the
+    metadata, given the row's text; a row that holds no serialised node (written by hand, or
+    by an old version) as a plain `TextNode` of the row's id, text and metadata."""
+    try:
+        node = metadata_dict_to_node(row.metadata_)
+        node.set_content(str(row.text))
+    except Exception:  # the store falls back on any failure, and so do we
+        return TextNode(id_=row.node_id, text=row.text, metadata=row.metadata_)
+    return node

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from llama_index.core import Settings, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -40,8 +41,12 @@ from aizk_integrations.llama_index._stores import (
     ScopeFilter,
     built_in_filter,
     check_store,
+    postgres_search,
     quiet_store_logs,
 )
+
+if TYPE_CHECKING:
+    from aizk_integrations.llama_index._postgres import PGVectorStoreSearch
 
 logger = logging.getLogger("aizk_integrations.llama_index")
 
@@ -112,6 +117,10 @@ class AizkScopedRetriever(BaseRetriever):
         self._fixed_reader = reader
         self._evidence = evidence
         self._scoped_query = scoped_query
+        # Made once, here: a PGVectorStore's search holds the engine it queries on.
+        self._postgres = (
+            postgres_search(index.vector_store, scopes_key) if scoped_query is None else None
+        )
         self._page_size = PageSize()
         # The index's own model unless told otherwise, as `index.as_retriever()` does: the
         # query must be embedded like the stored nodes were, and LlamaIndex keeps the index's
@@ -205,11 +214,13 @@ class AizkScopedRetriever(BaseRetriever):
 
     def _query(
         self, reader: ScopeDirectory, query_bundle: QueryBundle, embedding: list[float]
-    ) -> _StoreQuery:
+    ) -> _StoreQuery | _PostgresQuery:
         scope_ids = frozenset(reader.scopes.keys())
         narrowing: ScopeFilter | None
         if not scope_ids:  # a reader of no scopes may read nothing: the store is not asked
             narrowing = None
+        elif self._postgres is not None:
+            return _PostgresQuery(self._postgres, embedding, scope_ids)
         elif self._scoped_query is None:
             narrowing = built_in_filter(self._index.vector_store, scope_ids, self._scopes_key)
         else:
@@ -291,6 +302,22 @@ class _StoreQuery:
         return [
             NodeWithScore(node=node, score=score) for node, score in zip(nodes, scores, strict=True)
         ]
+
+
+@dataclass
+class _PostgresQuery:
+    """One call's query of a `PGVectorStore`, in SQL of our own (`_postgres`), asked for its
+    best `size` nodes at a time."""
+
+    postgres: PGVectorStoreSearch
+    embedding: list[float]
+    scope_ids: frozenset[str]
+
+    def search(self, size: int) -> list[NodeWithScore]:
+        return self.postgres.search(self.embedding, size, self.scope_ids)
+
+    async def asearch(self, size: int) -> list[NodeWithScore]:
+        return await self.postgres.asearch(self.embedding, size, self.scope_ids)
 
 
 def _check_count(name: str, value: object, least: int) -> None:

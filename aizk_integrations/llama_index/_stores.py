@@ -6,8 +6,8 @@ necessary condition) is asked that, and scoped retrieval re-checks what comes ba
 takes no filter at all, or a reader past what its filter can carry, is paged. Which store is
 which was measured on each one's own filter code, not assumed from the operator names, which
 mean different things on a list in different stores. One small class per store says how.
-LlamaIndex's `PGVectorStore` is asked in its own SQL query, exactly, through the
-`customize_query_fn` it is built with (`_postgres`).
+LlamaIndex's `PGVectorStore` is asked in SQL of our own, exactly and in one query, with the
+reader's ids set for row-level security too (`_postgres`).
 
 The store packages are never imported here until a store of theirs is in hand: a user of one
 store installs no other.
@@ -16,12 +16,10 @@ store installs no other.
 from __future__ import annotations
 
 import logging
-import sys
-from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.vector_stores import MetadataFilters, SimpleVectorStore
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
@@ -30,11 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from aizk_integrations._scopes.ids import scopes_within
 from aizk_integrations._stores import postgres as _postgres
 from aizk_integrations._stores.filters import chroma_where, qdrant_filter
-from aizk_integrations.llama_index._postgres import pgvector_scoped_query, scoped_read
+from aizk_integrations._stores.plan import StorePlan, is_a
+
+if TYPE_CHECKING:
+    from aizk_integrations.llama_index._postgres import PGVectorStoreSearch
 
 _CHROMA = ("llama_index.vector_stores.chroma", "ChromaVectorStore")
 _QDRANT = ("llama_index.vector_stores.qdrant", "QdrantVectorStore")
-_PGVECTOR = ("llama_index.vector_stores.postgres", "PGVectorStore")
 
 
 class ScopeFilter(BaseModel):
@@ -67,14 +67,8 @@ class ScopeFilter(BaseModel):
     )
 
 
-class _Plan(ABC):
-    """How one kind of store is asked for a reader's items: its docstring says how exactly."""
-
-    def __init__(self, vector_store: BasePydanticVectorStore, scopes_key: str) -> None:
-        self._store, self._key = vector_store, scopes_key
-
-    @abstractmethod
-    def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter: ...
+_Plan = StorePlan[BasePydanticVectorStore, ScopeFilter]
+"""How one kind of store is asked for a reader's items: its docstring says how exactly."""
 
 
 def built_in_filter(
@@ -82,17 +76,28 @@ def built_in_filter(
 ) -> ScopeFilter:
     """The narrowest condition the store can express for a reader's scope ids."""
     plan: type[_Plan]
-    if _is_a(vector_store, _QDRANT):
+    if is_a(vector_store, *_QDRANT):
         plan = _Qdrant
     elif isinstance(vector_store, SimpleVectorStore):
         plan = _Simple
-    elif _is_a(vector_store, _CHROMA):
+    elif is_a(vector_store, *_CHROMA):
         plan = _Chroma
-    elif _is_a(vector_store, _PGVECTOR):
-        plan = _PGVectorStore
     else:
         plan = _Unfiltered
     return plan(vector_store, scopes_key).filter_for(scope_ids)
+
+
+def postgres_search(
+    vector_store: BasePydanticVectorStore, scopes_key: str
+) -> PGVectorStoreSearch | None:
+    """For a `PGVectorStore`, the search of our own that asks it for a reader's nodes (made
+    once per retriever: it holds the engine); None for any other store, which is asked through
+    its own `query` with `built_in_filter`."""
+    if not _postgres.PGVECTORSTORE.holds(vector_store):
+        return None
+    from aizk_integrations.llama_index._postgres import PGVectorStoreSearch  # needs SQLAlchemy
+
+    return PGVectorStoreSearch(vector_store, scopes_key)
 
 
 class _Qdrant(_Plan):
@@ -138,24 +143,6 @@ class _Chroma(_Plan):
         return ScopeFilter() if where is None else ScopeFilter(store_kwargs={"where": where})
 
 
-class _PGVectorStore(_Plan):
-    """Exact, for any reader, in one query: the store's own vector query, with the readable-row
-    condition beside its ordering and the reader's ids set for row-level security in the same
-    transaction, sync or async on the store's own engines.
-
-    Of the store's public routes, `customize_query_fn` is the one that reaches its SQL: its
-    metadata filters cannot say "every scope is the reader's" (and write their values into the
-    SQL text), and its engines and sessions are private. So the store is built with
-    `pgvector_scoped_query` (`check_store` refuses one built without it), and the reader travels
-    in the keyword arguments `query` hands that hook (`scoped_read`). With an HNSW index the
-    iterative scan may return a page slightly out of distance order, as the store's own
-    search would with it.
-    """
-
-    def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter:
-        return ScopeFilter(store_kwargs=scoped_read(scope_ids, self._key))
-
-
 class _Unfiltered(_Plan):
     """No filter (FAISS refuses every filter, and any store not listed has none of ours): the
     store's own ranking, paged and checked exactly."""
@@ -169,20 +156,9 @@ def check_store(vector_store: BasePydanticVectorStore) -> None:
 
     LlamaIndex's `ChromaVectorStore` flattens metadata by default and refuses a list, and its
     constructor drops a `flat_metadata=False` keyword, so a user who asked for lists may still
-    have flat metadata, with scopes either refused at ingestion or squeezed into one string. A
-    `PGVectorStore` built without `pgvector_scoped_query` would take the reader's keyword
-    argument and ignore it.
+    have flat metadata, with scopes either refused at ingestion or squeezed into one string.
     """
-    if _is_a(vector_store, _PGVECTOR) and not _scoped_pgvector(vector_store):
-        raise ValueError(
-            "scoped retrieval over a PGVectorStore asks the database for the reader's rows in "
-            "the store's own query, through its customize_query_fn, and this store was built "
-            "without it: build it with PGVectorStore(..., customize_query_fn="
-            "pgvector_scoped_query) (or PGVectorStore.from_params(..., customize_query_fn="
-            "pgvector_scoped_query)), from aizk_integrations.llama_index; it changes only "
-            "scoped retrieval's queries"
-        )
-    if _is_a(vector_store, _CHROMA) and getattr(vector_store, "flat_metadata", False):
+    if is_a(vector_store, *_CHROMA) and getattr(vector_store, "flat_metadata", False):
         raise ValueError(
             "scoped retrieval needs the scope ids stored as a list, and this index's "
             "ChromaVectorStore keeps flat metadata (flat_metadata=True), which refuses lists; "
@@ -190,14 +166,6 @@ def check_store(vector_store: BasePydanticVectorStore) -> None:
             "(ChromaVectorStore's constructor drops a flat_metadata keyword), then write "
             "scopes with scope_metadata"
         )
-
-
-def _scoped_pgvector(vector_store: BasePydanticVectorStore) -> bool:
-    """Whether the store was built with `pgvector_scoped_query`. PGVectorStore keeps the hook in
-    a private attribute and has no accessor: reading it is the only way to refuse, before any
-    query, a store whose queries would drop the reader without a word."""
-    hook = getattr(vector_store, "_customize_query_fn", None)
-    return hook is pgvector_scoped_query
 
 
 def postgres_setup(
@@ -212,23 +180,7 @@ def postgres_setup(
     postgres_setup(vector_store, role="app_reader"): connection.exec_driver_sql(statement)`.
     docs/postgres.md says what `role` must not be allowed to do.
     """
-    if not _is_a(vector_store, _PGVECTOR):
-        raise TypeError(
-            f"postgres_setup takes LlamaIndex's PGVectorStore, not {type(vector_store).__name__}"
-        )
-    table = _postgres.llama_index_table(
-        vector_store.table_name,  # type: ignore[attr-defined]  # PGVectorStore's own fields
-        vector_store.schema_name,  # type: ignore[attr-defined]
-    )
-    return _postgres.setup(table, scopes_key, role)
-
-
-def _is_a(vector_store: BasePydanticVectorStore, where: tuple[str, str]) -> bool:
-    """Whether the store is an instance of that class, without importing its package: a package
-    nobody has imported cannot have made the store."""
-    module, name = where
-    cls = getattr(sys.modules.get(module), name, None)
-    return isinstance(cls, type) and isinstance(vector_store, cls)
+    return _postgres.store_setup(_postgres.PGVECTORSTORE, vector_store, role, scopes_key)
 
 
 _in_scoped_query: ContextVar[bool] = ContextVar("aizk_in_scoped_query", default=False)

@@ -5,7 +5,7 @@ puts them under the reader policy and lets the app's role read them; the retriev
 app's role (LOGIN, no BYPASSRLS, SELECT only), so every query they make is bound by the policy.
 The stores are langchain-postgres's `PGVector` (psycopg 3, sync or async) and LlamaIndex's
 `PGVectorStore` (psycopg2 for its sync engine, asyncpg for its async one, as `from_params`
-makes them), built with `pgvector_scoped_query`.
+makes them; scoped retrieval queries on an engine of its own, from the psycopg2 one's URL).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from aizk_integrations.langchain import (
     AizkEvidenceRetriever,
     AizkScopedRetriever,
 )
-from aizk_integrations.llama_index import AizkEvidencePostprocessor, pgvector_scoped_query
+from aizk_integrations.llama_index import AizkEvidencePostprocessor
 from aizk_integrations.llama_index import AizkScopedRetriever as LlamaIndexScoped
 from tests.adapters.stores import MOST, Item, Store, WordEmbeddings, _added, _node, _texts
 from tests.adapters.word_embedding import WordEmbedding, word_vector
@@ -156,14 +156,14 @@ async def app_async_pgvector(
 
 
 def app_pgvectorstore(database: Server, role: str, table_name: str, **engine: Any) -> PGVectorStore:
-    """A `PGVectorStore` on the app's role, built for scoped retrieval, with both its engines
-    made with `engine` (pool settings); its async engine belongs to the loop that first uses it."""
+    """A `PGVectorStore` on the app's role, its engines (and scoped retrieval's) made with
+    `engine` (pool settings); its async engine belongs to the loop that first uses it."""
     return PGVectorStore(
-        engine=create_engine(database.url("psycopg2", user=role), **engine),
-        async_engine=create_async_engine(database.url("asyncpg", user=role), **engine),
+        connection_string=database.url("psycopg2", user=role),
+        async_connection_string=database.url("asyncpg", user=role),
+        create_engine_kwargs=engine,
         table_name=table_name,
         embed_dim=DIMENSIONS,
-        customize_query_fn=pgvector_scoped_query,
         initialization_fail_on_error=True,  # its setup, as the app's role, must not fail
     )
 

@@ -32,9 +32,9 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.schema import NodeWithScore
-from llama_index.core.vector_stores import VectorStoreQuery
 from llama_index.vector_stores.postgres import PGVectorStore
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import ScopeDirectory
 from aizk_integrations._stores.postgres import PGVECTOR_TABLE, llama_index_table
@@ -50,7 +50,7 @@ from aizk_integrations.llama_index import (
 )
 from aizk_integrations.llama_index import AizkScopedRetriever as LlamaIndexScoped
 from aizk_integrations.llama_index import postgres_setup as llama_index_postgres_setup
-from aizk_integrations.llama_index._postgres import scoped_read
+from aizk_integrations.llama_index._stores import postgres_search
 from tests.adapters.postgres_stores import (
     app_async_pgvector,
     app_database,
@@ -68,7 +68,7 @@ from tests.adapters.test_scoped_real_data import sized
 from tests.adapters.tracing import EveryEvent, EveryPayload
 from tests.adapters.word_embedding import WordEmbedding, word_vector
 from tests.postgres import Server
-from tests.scoped_corpus import READERS, directory_of, notes, questions, readable_by
+from tests.scoped_corpus import DIMENSIONS, READERS, directory_of, notes, questions, readable_by
 
 NOTES = notes()
 APP = "aizk_scoped_app"
@@ -422,13 +422,11 @@ NO_FILTER = "(CAST(:reader_ids AS text) IS NOT NULL OR true)"
 def filter_removed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both retrievers' queries without the readable-row condition: only the policy is left."""
     import aizk_integrations._stores.postgres as postgres
-    import aizk_integrations.llama_index._postgres as llama_index_postgres
 
     def no_filter(table: object, key: str, *, policy: bool, ids: int) -> str:
         return NO_FILTER
 
-    for module in (postgres, llama_index_postgres):
-        monkeypatch.setattr(module, "reader_condition", no_filter)
+    monkeypatch.setattr(postgres, "reader_condition", no_filter)
 
 
 def _raw(database: Server, path: str, role: str, reader: str, top: int) -> list[list[str]]:
@@ -439,12 +437,10 @@ def _raw(database: Server, path: str, role: str, reader: str, top: int) -> list[
             found = searcher(store, "scopes", None).search(QUESTIONS[0], top, ids)
             return [document.metadata["scopes"] for document in found]
     vector_store = app_pgvectorstore(database, role, "shared")
-    query = VectorStoreQuery(query_embedding=word_vector(QUESTIONS[0]), similarity_top_k=top)
-    try:
-        nodes = vector_store.query(query, **scoped_read(ids, "scopes")).nodes or []
-        return [node.metadata["scopes"] for node in nodes]
-    finally:
-        asyncio.run(vector_store.close())
+    postgres = postgres_search(vector_store, "scopes")
+    assert postgres is not None
+    nodes = postgres.search(word_vector(QUESTIONS[0]), top, ids)
+    return [scored.node.metadata["scopes"] for scored in nodes]
 
 
 @pytest.mark.usefixtures("filter_removed")
@@ -587,20 +583,43 @@ def test_the_leak_check_sees_what_a_plain_search_of_the_shared_table_carries(
 # -- a store that cannot be asked is refused, with the fix -------------------------------------
 
 
-def test_a_pgvectorstore_built_without_the_scoped_query_is_refused_with_the_fix(
+def test_a_pgvectorstore_built_from_engine_objects_is_refused_with_the_fix(
     database: Server,
 ) -> None:
-    vector_store = owner_pgvectorstore(database, "shared")
+    vector_store = PGVectorStore(
+        engine=create_engine(database.url("psycopg2", user=APP)),
+        async_engine=create_async_engine(database.url("asyncpg", user=APP)),
+        table_name="shared",
+        embed_dim=DIMENSIONS,
+    )
     index = VectorStoreIndex.from_vector_store(vector_store, embed_model=WordEmbedding())
-    with pytest.raises(ValueError, match="customize_query_fn") as refused:
+    with pytest.raises(ValueError, match="connection_string") as refused:
         LlamaIndexScoped(index)
     assert str(refused.value) == (
-        "scoped retrieval over a PGVectorStore asks the database for the reader's rows in the "
-        "store's own query, through its customize_query_fn, and this store was built without "
-        "it: build it with PGVectorStore(..., customize_query_fn=pgvector_scoped_query) (or "
-        "PGVectorStore.from_params(..., customize_query_fn=pgvector_scoped_query)), from "
-        "aizk_integrations.llama_index; it changes only scoped retrieval's queries"
+        "scoped retrieval over a PGVectorStore queries the database on an engine of its own, "
+        "made from the store's connection_string and create_engine_kwargs (the store keeps its "
+        "engines private), and this store was built from engine objects, without a connection "
+        "string: build it with PGVectorStore(connection_string=..., async_connection_string=..., "
+        "create_engine_kwargs={...pool settings}) or PGVectorStore.from_params(...)"
     )
+
+
+@pytest.fixture(scope="module")
+def never_set_up(postgres_server: Server) -> Iterator[Server]:
+    """A database whose tables hold notes but on which `postgres_setup` never ran."""
+    with app_database(postgres_server, "aizk_never_set_up", "aizk_never_set_up_app") as database:
+        ingest_pgvector(database, {"shared": as_documents(NOTES[:20], "shared")})
+        ingest_pgvectorstore(database, {"shared": as_nodes(NOTES[:20])})
+        yield database
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_scoped_retrieval_over_a_table_never_set_up_says_to_run_postgres_setup(
+    never_set_up: Server, path: str
+) -> None:
+    with pytest.raises(RuntimeError, match="was never set up") as refused:
+        answers(never_set_up, path, [(READERS[0], QUESTIONS[0])], role="postgres")
+    assert "run the SQL postgres_setup(store, role=...) returns" in str(refused.value)
 
 
 def test_an_async_pgvector_asked_synchronously_says_to_call_ainvoke(database: Server) -> None:
@@ -627,21 +646,3 @@ def test_postgres_setup_refuses_a_store_that_is_not_its_frameworks_postgres_stor
         postgres_setup(InMemoryVectorStore(WordEmbeddings()), role="app")
     with pytest.raises(TypeError, match="takes LlamaIndex's PGVectorStore, not "):
         llama_index_postgres_setup(SimpleVectorStore(), role="app")
-
-
-def test_the_scoped_query_hook_leaves_every_query_but_scoped_retrievals_as_the_store_wrote_it(
-    database: Server,
-) -> None:
-    vector_store = owner_pgvectorstore(database, "shared")
-    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=WordEmbedding())
-    try:
-        everything = texts(index.as_retriever(similarity_top_k=5).retrieve(QUESTIONS[0]))
-    finally:
-        asyncio.run(vector_store.close())
-    hooked = app_pgvectorstore(database, "postgres", "shared")  # a superuser: no policy binds
-    index = VectorStoreIndex.from_vector_store(hooked, embed_model=WordEmbedding())
-    try:
-        assert texts(index.as_retriever(similarity_top_k=5).retrieve(QUESTIONS[0])) == everything
-    finally:
-        asyncio.run(hooked.close())
-    assert len(everything) == 5

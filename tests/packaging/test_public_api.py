@@ -66,7 +66,6 @@ def test_the_adapter_modules_export_what_the_docs_name() -> None:
         "AizkScopedRetriever",
         "AizkToolEvidenceMemory",
         "ScopeFilter",
-        "pgvector_scoped_query",
         "postgres_setup",
     ]
     for module in (counters, langchain, langchain_agents, llama_index):
