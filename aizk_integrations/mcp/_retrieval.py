@@ -235,9 +235,9 @@ class _LlamaIndex:
 def _listen_for_counts() -> None:
     """One handler on LlamaIndex's root dispatcher, for the process: it hands a packing's counts
     to the recall that is waiting for them, if any (`_llama_index_counts`)."""
-    from llama_index_instrumentation import get_dispatcher
     from llama_index.core.instrumentation.event_handlers import BaseEventHandler
     from llama_index.core.instrumentation.events import BaseEvent
+    from llama_index_instrumentation import get_dispatcher
 
     from aizk_integrations.llama_index import AizkEvidencePacked
 
