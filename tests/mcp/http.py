@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from aizk_integrations.mcp import JWTReaderVerifier
+from tests.mcp.tokens import KEY, claims, signed
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -33,3 +38,15 @@ async def session_at(url: str, token: str | None) -> AsyncIterator[ClientSession
     ):
         await session.initialize()
         yield session
+
+
+@dataclass(frozen=True)
+class Served:
+    """A recall server over HTTP: where it is, its audience, and its verifier."""
+
+    url: str
+    audience: str
+    verifier: JWTReaderVerifier
+
+    def token(self, sub: str, **more: Any) -> str:
+        return signed(KEY, claims(self.audience, sub, **more))

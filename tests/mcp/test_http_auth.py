@@ -10,8 +10,7 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -22,10 +21,9 @@ from mcp.types import TextContent
 
 from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRetriever
-from aizk_integrations.mcp import JWTReaderVerifier, recall_server
+from aizk_integrations.mcp import recall_server
 from tests.mcp.corpus import (
     ANA_MARKER,
-    ORGANIZATIONS,
     SAM_MARKER,
     SAM_REVISION,
     CountingStore,
@@ -33,36 +31,9 @@ from tests.mcp.corpus import (
     reader,
     uri,
 )
-from tests.mcp.http import ACCEPT, INITIALIZE, session_at
+from tests.mcp.http import ACCEPT, INITIALIZE, Served, session_at
 from tests.mcp.serving import free_port, serving
-from tests.mcp.tokens import ISSUER, KeyPair, claims, jwks_served, signed
-
-KEY = KeyPair.new("key-1")
-STRANGER = KeyPair.new("key-2")
-
-
-@dataclass(frozen=True)
-class Served:
-    url: str
-    audience: str
-    verifier: JWTReaderVerifier
-
-    def token(self, sub: str, **more: Any) -> str:
-        return signed(KEY, claims(self.audience, sub, **more))
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[Served]:
-    port = free_port()
-    audience = f"http://127.0.0.1:{port}/mcp"
-    with jwks_served(KEY) as jwks_url:
-        verifier = JWTReaderVerifier(
-            issuer=ISSUER, audience=audience, jwks_url=jwks_url, organizations=ORGANIZATIONS
-        )
-        retriever = LangChainScopedRetriever(vectorstore=langchain_store())
-        server = recall_server(retriever, AizkEvidenceCompressor(), auth=verifier)
-        with serving(server.streamable_http_app(), port):
-            yield Served(audience, audience, verifier)
+from tests.mcp.tokens import ISSUER, KEY, STRANGER, claims, signed
 
 
 def _b64(data: bytes) -> str:

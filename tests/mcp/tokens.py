@@ -65,3 +65,10 @@ def jwks_served(*keys: KeyPair) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+KEY = KeyPair.new("key-1")
+"""The authorization server's signing key, in its JWKS."""
+
+STRANGER = KeyPair.new("key-2")
+"""A key the JWKS does not hold."""
