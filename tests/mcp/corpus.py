@@ -8,9 +8,6 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import InMemoryVectorStore
-from llama_index.core import VectorStoreIndex
-from llama_index.core.embeddings import MockEmbedding
-from llama_index.core.schema import TextNode
 
 from aizk_integrations import Scope, ScopeDirectory, scope_metadata
 
@@ -79,17 +76,3 @@ def langchain_store() -> CountingStore:
     store = CountingStore(embedding=DeterministicFakeEmbedding(size=32))
     store.add_documents([Document(text, metadata=metadata) for text, metadata in notes()])
     return store
-
-
-def llama_index() -> VectorStoreIndex:
-    keys = ["scopes", "artifact_id", "artifact_content_id"]
-    nodes = [
-        TextNode(
-            text=text,
-            metadata=metadata,
-            excluded_embed_metadata_keys=keys,
-            excluded_llm_metadata_keys=keys,
-        )
-        for text, metadata in notes()
-    ]
-    return VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))

@@ -7,6 +7,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from llama_index.core import VectorStoreIndex
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.schema import TextNode
 from mcp import ClientSession
 from mcp.server.fastmcp import FastMCP
 from mcp.shared.memory import create_connected_server_and_client_session
@@ -15,9 +18,24 @@ from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRetriever
 from aizk_integrations.llama_index import AizkEvidencePostprocessor
 from aizk_integrations.mcp import recall_server
-from tests.mcp.corpus import langchain_store, llama_index
+from tests.mcp.corpus import langchain_store, notes
 
 FRAMEWORKS = ("langchain", "llama_index")
+
+
+def llama_index() -> VectorStoreIndex:
+    """The corpus in a LlamaIndex vector index, its ids and scopes kept out of the text."""
+    keys = ["scopes", "artifact_id", "artifact_content_id"]
+    nodes = [
+        TextNode(
+            text=text,
+            metadata=metadata,
+            excluded_embed_metadata_keys=keys,
+            excluded_llm_metadata_keys=keys,
+        )
+        for text, metadata in notes()
+    ]
+    return VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
 
 
 def made_with(framework: str, **settings: Any) -> FastMCP:
