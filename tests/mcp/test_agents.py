@@ -5,7 +5,7 @@ llama-index-tools-mcp, each calling `recall` as its model asks and getting its r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -13,12 +13,14 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms import MockFunctionCallingLLM
+from llama_index.core.tools import BaseTool as LlamaIndexTool
 from llama_index.tools.mcp import BasicMCPClient, McpToolSpec
 
 from tests.mcp.corpus import ANA_MARKER, SAM_MARKER
@@ -32,8 +34,12 @@ class ToolCallingFake(GenericFakeChatModel):
     then an answer); binding tools changes nothing about what it says."""
 
     def bind_tools(
-        self, tools: Sequence[Any], **kwargs: Any
-    ) -> Runnable[LanguageModelInput, BaseMessage]:
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
         return self
 
 
@@ -56,7 +62,7 @@ def test_a_langchain_agent_recalls_through_langchain_mcp_adapters(served: Served
             ]
         )
         agent = create_agent(ToolCallingFake(messages=said), tools)
-        state = await agent.ainvoke({"messages": [("user", "What is Sam working on?")]})
+        state = await agent.ainvoke({"messages": [HumanMessage("What is Sam working on?")]})
         return [m for m in state["messages"] if isinstance(m, ToolMessage)]
 
     [answer] = asyncio.run(scenario())
@@ -81,7 +87,9 @@ def test_a_llama_index_agent_recalls_through_llama_index_tools_mcp(served: Serve
         bearer = {"Authorization": f"Bearer {served.token('ana')}"}
         async with httpx.AsyncClient(headers=bearer, timeout=60) as http:
             client = BasicMCPClient(served.url, http_client=http)
-            tools = await McpToolSpec(client=client).to_tool_list_async()
+            tools: list[LlamaIndexTool | Callable[..., Any]] = [
+                *await McpToolSpec(client=client).to_tool_list_async()
+            ]
             llm = MockFunctionCallingLLM(response_generator=model)
             handler = FunctionAgent(tools=tools, llm=llm).run("What is Ana working on?")
             results = [

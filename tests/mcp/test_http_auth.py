@@ -69,7 +69,7 @@ BAD_TOKENS: dict[str, Callable[[str], str | None]] = {
         KEY, claims(audience, "sam", iss="http://127.0.0.1:2/oidc")
     ),
     "alg none": lambda audience: jwt.encode(
-        claims(audience, "sam"), None, algorithm="none", headers={"kid": KEY.kid}
+        claims(audience, "sam"), "", algorithm="none", headers={"kid": KEY.kid}
     ),
     "HS256 keyed with the RSA public key": lambda audience: _hs256_with_the_public_key(
         claims(audience, "sam")
