@@ -6,7 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import chromadb
 import pytest
+from chromadb.config import Settings
+from langchain_chroma import Chroma
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
 from mcp.shared.exceptions import McpError
 from mcp.types import TextResourceContents
 
@@ -22,6 +27,7 @@ from tests.mcp.corpus import (
     SAM_PLAN,
     SAM_REVISION,
     langchain_store,
+    notes,
     reader,
     uri,
 )
@@ -141,3 +147,32 @@ def test_the_template_is_listed_for_clients_to_find() -> None:
     assert asyncio.run(scenario()) == [
         "aizk://artifacts/{artifact_id}/contents/{artifact_content_id}"
     ]
+
+
+def test_a_chroma_store_lists_a_revisions_items_by_their_ids() -> None:
+    client = chromadb.EphemeralClient(Settings(anonymized_telemetry=False))
+    store = Chroma(
+        collection_name="mcp-revisions",
+        embedding_function=DeterministicFakeEmbedding(size=32),
+        client=client,
+    )
+    store.add_documents([Document(text, metadata=metadata) for text, metadata in notes()])
+    retriever = LangChainScopedRetriever(vectorstore=store)
+
+    async def scenario(user: str) -> list[str | McpError]:
+        server = recall_server(retriever, AizkEvidenceCompressor(), reader=reader(user))
+        answers: list[str | McpError] = []
+        async with connected(server) as session:
+            for revision in (SAM_REVISION, MIXED_REVISION):
+                try:
+                    [content] = (await session.read_resource(uri(revision))).contents  # type: ignore[arg-type]
+                except McpError as error:
+                    answers.append(error)
+                    continue
+                assert isinstance(content, TextResourceContents)
+                answers.append(content.text)
+        return answers
+
+    assert asyncio.run(scenario("sam"))[0] == "\n".join(SAM_PLAN)
+    [_, refused] = asyncio.run(scenario("ana"))
+    assert error_of(refused)[1].endswith(f"Resource not found: {uri(MIXED_REVISION)}")
