@@ -9,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -93,7 +94,7 @@ BAD_TOKENS: dict[str, Callable[[str], str | None]] = {
 
 @pytest.mark.parametrize("case", BAD_TOKENS)
 def test_a_request_without_a_token_the_verifier_accepts_gets_401_and_nothing_is_read(
-    served: Served, case: str
+    served: Served, case: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     token = BAD_TOKENS[case](served.audience)
     headers = {**ACCEPT, **({} if token is None else {"authorization": f"Bearer {token}"})}
@@ -104,7 +105,7 @@ def test_a_request_without_a_token_the_verifier_accepts_gets_401_and_nothing_is_
         "params": {"name": "recall", "arguments": {"query": "notes"}},
     }
     searches = CountingStore.searches
-    with httpx.Client(timeout=30) as client:
+    with caplog.at_level(logging.INFO, "aizk_integrations.mcp"), httpx.Client(timeout=30) as client:
         answers = [
             client.post(served.url, json=body, headers=headers) for body in (INITIALIZE, call)
         ]
@@ -114,6 +115,10 @@ def test_a_request_without_a_token_the_verifier_accepts_gets_401_and_nothing_is_
         assert f'resource_metadata="{metadata}"' in answer.headers["www-authenticate"]
         assert SAM_MARKER not in answer.text
     assert CountingStore.searches == searches
+    if token is not None and "." in token:  # refused by the verifier: said why, never the token
+        refusals = [r.getMessage() for r in caplog.records if r.name == "aizk_integrations.mcp"]
+        assert refusals
+        assert all(token not in refusal for refusal in refusals)
 
 
 def test_the_protected_resource_metadata_names_this_resource_and_its_authorization_server(
