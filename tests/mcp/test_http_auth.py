@@ -192,3 +192,34 @@ def test_a_server_built_for_one_local_reader_answers_no_one_over_http() -> None:
     assert result.isError
     assert "answers over stdio only" in str(result.content)
     assert SAM_MARKER not in str(result.model_dump())
+
+
+def test_concurrent_requests_of_two_readers_are_each_answered_for_their_own(
+    served: Served,
+) -> None:
+    """The reader is the request's own, never state another request left behind."""
+    tokens = {"sam": served.token("sam"), "ana": served.token("ana")}
+    markers = {"sam": SAM_MARKER, "ana": ANA_MARKER}
+
+    async def recall(http: httpx.AsyncClient, gate: asyncio.Semaphore, n: int) -> bool:
+        user = ("sam", "ana")[n % 2]
+        body = {
+            "jsonrpc": "2.0",
+            "id": n,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": f"note {n}", "budget": 256}},
+        }
+        async with gate:
+            answer = await http.post(
+                served.url, json=body, headers={**ACCEPT, "authorization": f"Bearer {tokens[user]}"}
+            )
+        text = str(answer.json()["result"]["content"])
+        other = markers["ana" if user == "sam" else "sam"]
+        return markers[user] in text and other not in text
+
+    async def scenario() -> list[bool]:
+        gate = asyncio.Semaphore(20)
+        async with httpx.AsyncClient(timeout=60) as http:
+            return await asyncio.gather(*(recall(http, gate, n) for n in range(200)))
+
+    assert all(asyncio.run(scenario()))
