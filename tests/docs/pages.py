@@ -28,6 +28,7 @@ PUBLIC_MODULES = (
     "aizk_integrations.langchain_agents",
     "aizk_integrations.llama_index",
     "aizk_integrations.counters",
+    "aizk_integrations.mcp",
 )
 """The modules a user imports from; every other module of the package is private."""
 OUTPUT_INTRO = "It prints:"

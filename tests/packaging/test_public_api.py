@@ -106,6 +106,7 @@ PUBLIC_MODULES = [
     "aizk_integrations.langchain",
     "aizk_integrations.langchain_agents",
     "aizk_integrations.llama_index",
+    "aizk_integrations.mcp",
 ]
 
 

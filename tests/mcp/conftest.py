@@ -1,0 +1,30 @@
+"""A recall server over streamable HTTP on 127.0.0.1, behind its own authorization server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from aizk_integrations.langchain import AizkEvidenceCompressor
+from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRetriever
+from aizk_integrations.mcp import JWTReaderVerifier, recall_server
+from tests.mcp.corpus import ORGANIZATIONS, langchain_store
+from tests.mcp.http import Served
+from tests.mcp.serving import free_port, serving
+from tests.mcp.tokens import ISSUER, KEY, jwks_served
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    """The LangChain retrieval over the corpus, served by uvicorn with JWT readers."""
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    with jwks_served(KEY) as jwks_url:
+        verifier = JWTReaderVerifier(
+            issuer=ISSUER, audience=audience, jwks_url=jwks_url, organizations=ORGANIZATIONS
+        )
+        retriever = LangChainScopedRetriever(vectorstore=langchain_store())
+        server = recall_server(retriever, AizkEvidenceCompressor(), auth=verifier)
+        with serving(server.streamable_http_app(), port):
+            yield Served(audience, audience, verifier)
