@@ -168,7 +168,7 @@ class LangChainKind(Kind):
             )
         retriever = self.store.as_retriever(search_kwargs={"k": need, "filter": narrowing})
         documents = retriever.invoke(question)  # as an app would write it, per request
-        packer = self._packer.model_copy(update={"directory": reader})
+        packer = self._packer.model_copy(update={"reader": reader})
         return _kept(packer.compress_documents(documents, question))
 
     def unscoped(self, reader: ScopeDirectory, question: str) -> int:
@@ -232,7 +232,7 @@ class LlamaIndexKind(Kind):
                 }
             }
         nodes = self.index.as_retriever(similarity_top_k=need, **kwargs).retrieve(question)
-        evidence = self._evidence.model_copy(update={"directory": reader})
+        evidence = self._evidence.model_copy(update={"reader": reader})
         packed = evidence.postprocess_nodes(nodes, query_str=question)
         return int(packed[0].node.metadata["aizk_counts"]["kept"]) if packed else 0
 

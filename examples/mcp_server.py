@@ -42,7 +42,7 @@ def retrieval() -> tuple[AizkScopedRetriever, AizkEvidenceCompressor]:
             for note in load_notes()
         ]
     )
-    return AizkScopedRetriever(vectorstore=store, k=12), AizkEvidenceCompressor()
+    return AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 12}), AizkEvidenceCompressor()
 
 
 def organizations() -> dict[str, Scope]:

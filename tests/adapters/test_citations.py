@@ -51,7 +51,7 @@ def test_a_cited_block_fits_its_budget_and_numbers_every_item_in_order(
         (f"note {n}", {**scope_metadata("sam"), "source": source, "page": n}) for n in range(count)
     ]
     settings_ = {
-        "directory": SAM,
+        "reader": SAM,
         "cite": True,
         "citation_keys": ["source", "page"],
         "budget_covers": "block",

@@ -103,12 +103,12 @@ def test_a_postprocessor_saved_with_to_dict_is_restored_bound_to_the_same_reader
     save: Callable[[AizkEvidencePostprocessor], AizkEvidencePostprocessor],
 ) -> None:
     bound = AizkEvidencePostprocessor(budget=200).for_reader(SAM)
-    assert bound.to_dict()["bound_reader"] == SAM.model_dump(mode="json")
+    assert bound.to_dict()["reader"] == SAM.model_dump(mode="json")
     restored = save(bound)
     assert as_sam(packed_by(restored))
     assert restored.to_dict() == bound.to_dict()
     unbound = AizkEvidencePostprocessor(budget=200)
-    assert "bound_reader" not in unbound.to_dict()
+    assert unbound.to_dict()["reader"] is None
     assert packed_by(AizkEvidencePostprocessor.from_dict(unbound.to_dict())) == ""
 
 

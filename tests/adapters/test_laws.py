@@ -783,8 +783,8 @@ def test_a_misbehaving_token_counter_names_the_item_it_failed_on(
         ({"budget": 512.0}, "budget\n  Input should be a valid integer"),
         ({"budget": "2048"}, "budget\n  Input should be a valid integer"),
         ({"max_budget": 0}, "max_budget\n  Input should be greater than or equal to 1"),
-        ({"directory": "sam"}, "directory\n  Input should be a valid dictionary or instance"),
-        ({"directory": {"sam": "private"}}, "directory"),
+        ({"reader": "sam"}, "reader\n  Input should be a valid dictionary or instance"),
+        ({"reader": {"sam": "private"}}, "reader"),
         ({"allow_unscoped": "yes"}, "allow_unscoped\n  Input should be a valid boolean"),
         ({"lane_key": ""}, "lane_key\n  String should have at least 1 character"),
         ({"scopes_key": ""}, "scopes_key\n  String should have at least 1 character"),
@@ -872,7 +872,7 @@ def test_the_input_items_are_never_changed(adapter: Adapter) -> None:
 
 def test_the_async_call_gives_the_same_result_as_the_sync_call(adapter: Adapter) -> None:
     for returned in (False, True):
-        settings = {"directory": READER, "budget": 40, adapter.returned_items_setting: returned}
+        settings = {"reader": READER, "budget": 40, adapter.returned_items_setting: returned}
         sync = adapter.run(seed_entries(), **settings)
         async_ = adapter.arun(seed_entries(), **settings)
         assert (async_.texts, async_.metadata) == (sync.texts, sync.metadata)
@@ -935,7 +935,7 @@ def test_a_block_budget_fits_in_real_tokens_where_the_lines_rule_overflows(
     adapter: Adapter,
 ) -> None:
     count = counter_from_tiktoken(cl100k())
-    settings: dict[str, Any] = {"budget": 120, "directory": READER, "token_counter": count}
+    settings: dict[str, Any] = {"budget": 120, "reader": READER, "token_counter": count}
     by_lines = adapter.run(block_entries(), budget_covers="lines", **settings)
     by_block = adapter.run(block_entries(), budget_covers="block", **settings)
     assert cl100k_tokens(by_lines.block) > 120

@@ -138,7 +138,7 @@ def parts() -> Parts:
         shared=RetrieverQueryEngine(retriever, synthesizer, [evidence]),
         scoped=AizkScopedRetriever(index, evidence=evidence),
         chain=AizkEvidenceRetriever(
-            base_retriever=LangChainScopedRetriever(vectorstore=store, k=4),
+            base_retriever=LangChainScopedRetriever(vectorstore=store, search_kwargs={"k": 4}),
             compressor=AizkEvidenceCompressor(budget=120),
         ),
     )

@@ -90,7 +90,7 @@ unhurried = settings(deadline=None)
 
 @pytest.mark.parametrize("counter", ALL_COUNTERS.values(), ids=ALL_COUNTERS.keys())
 @unhurried
-@given(items=candidate_lists, reader=directories, budget=budgets)
+@given(items=candidate_lists, directory=directories, budget=budgets)
 def test_the_whole_rendered_block_fits_the_budget_and_is_a_prefix_in_merit_order(
     counter: TokenCounter, items: list[Candidate], directory: ScopeDirectory | None, budget: int
 ) -> None:
@@ -102,7 +102,7 @@ def test_the_whole_rendered_block_fits_the_budget_and_is_a_prefix_in_merit_order
     assert result == RecallResult.from_candidates(shown[:kept], directory)
 
 
-@given(items=candidate_lists, reader=directories, budget=budgets)
+@given(items=candidate_lists, directory=directories, budget=budgets)
 def test_with_the_heuristic_the_block_keeps_the_longest_prefix_whose_rendering_fits(
     items: list[Candidate], directory: ScopeDirectory | None, budget: int
 ) -> None:
@@ -115,7 +115,7 @@ def test_with_the_heuristic_the_block_keeps_the_longest_prefix_whose_rendering_f
     assert len(pack_block(shown, budget, directory).evidence) == longest
 
 
-@given(items=candidate_lists, reader=directories)
+@given(items=candidate_lists, directory=directories)
 def test_the_walk_prices_the_block_character_for_character_as_the_template_renders_it(
     items: list[Candidate], directory: ScopeDirectory | None
 ) -> None:
@@ -130,7 +130,7 @@ def test_the_walk_prices_the_block_character_for_character_as_the_template_rende
 
 @pytest.mark.parametrize("counter", ALL_COUNTERS.values(), ids=ALL_COUNTERS.keys())
 @unhurried
-@given(items=candidate_lists, reader=directories, budget=budgets)
+@given(items=candidate_lists, directory=directories, budget=budgets)
 def test_the_block_never_keeps_more_items_than_the_lines_rule_at_the_same_budget(
     counter: TokenCounter, items: list[Candidate], directory: ScopeDirectory | None, budget: int
 ) -> None:
@@ -141,7 +141,7 @@ def test_the_block_never_keeps_more_items_than_the_lines_rule_at_the_same_budget
 
 @pytest.mark.parametrize("counter", ALL_COUNTERS.values(), ids=ALL_COUNTERS.keys())
 @unhurried
-@given(items=candidate_lists, reader=directories)
+@given(items=candidate_lists, directory=directories)
 def test_a_budget_as_large_as_the_whole_block_keeps_everything(
     counter: TokenCounter, items: list[Candidate], directory: ScopeDirectory | None
 ) -> None:
@@ -149,7 +149,7 @@ def test_a_budget_as_large_as_the_whole_block_keeps_everything(
     assert len(pack_block(shown, 10**9, directory, token_counter=counter).evidence) == len(shown)
 
 
-@given(items=candidate_lists, reader=directories)
+@given(items=candidate_lists, directory=directories)
 def test_with_the_heuristic_a_budget_of_exactly_the_blocks_count_keeps_everything(
     items: list[Candidate], directory: ScopeDirectory | None
 ) -> None:
@@ -166,7 +166,7 @@ def superadditive(text: str) -> int:
 
 
 @unhurried
-@given(items=candidate_lists, reader=directories, budget=st.integers(0, 20_000))
+@given(items=candidate_lists, directory=directories, budget=st.integers(0, 20_000))
 def test_a_counter_that_is_not_additive_still_gets_a_block_within_budget(
     items: list[Candidate], directory: ScopeDirectory | None, budget: int
 ) -> None:

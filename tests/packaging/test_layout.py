@@ -40,7 +40,7 @@ def part_of(module: str) -> str:
 
 def imports_of(path: Path) -> set[str]:
     """Every module of the package this file imports, at any depth of the file."""
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module:
             if node.module == "aizk_integrations":
