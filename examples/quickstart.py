@@ -15,7 +15,6 @@ reader's text travels through the frameworks' logs, events or traces either.
 from __future__ import annotations
 
 import logging
-import sys
 
 from corpus import READERS, load_notes, reader_directory
 from langchain_core.documents import Document

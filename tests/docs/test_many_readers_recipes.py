@@ -18,7 +18,6 @@ SECTION = re.compile(r"^--- (\w+)\b.*---$", re.MULTILINE)
 """A recipe prints `--- reader[, how] ---` before what that reader's request showed."""
 
 
-
 def _section_lines() -> range:
     """The page's lines from the section's heading to the next heading of its level."""
     tokens = MarkdownIt("commonmark").parse(PAGE.read_text(encoding="utf-8"))
