@@ -3,7 +3,7 @@
 Run it from the repository root with `python examples/llama_index_agent_memory.py` after
 `pip install -e ".[all]"`. The agent is a `FunctionAgent` with a `Memory` holding an
 `AizkMemoryBlock`: each turn the block retrieves for the user's message from the example corpus
-(asking the index only for the notes of the reader `reading_as` names, `AizkScopedRetriever`),
+(asking the index only for the reader's notes, `AizkScopedRetriever` bound with `for_reader`),
 packs them, and the memory puts it into the user's turn (`InsertMethod.USER`), not the system
 prompt. The LLM is LlamaIndex's mock, which keeps the messages of its last call, so what is
 printed is exactly what a real model would have read; its answers are numbered placeholders.
@@ -30,7 +30,6 @@ from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
     AizkMemoryBlock,
     AizkScopedRetriever,
-    reading_as,
 )
 
 TURNS = ("What is the book club reading?", "And what should I bring on Thursday?")
@@ -46,9 +45,10 @@ async def converse(reader: str, index: VectorStoreIndex) -> None:
     llm = MockFunctionCallingLLMWithChatMemoryOfLastCall()
     llm.response_generator = answers(reader)
     agent = FunctionAgent(tools=[], llm=llm, system_prompt="Answer from the evidence you get.")
-    evidence = AizkMemoryBlock(
-        retriever=AizkScopedRetriever(index, similarity_top_k=12),  # the reader's notes only
-        evidence=AizkEvidencePostprocessor(budget=160, budget_covers="block"),
+    directory = reader_directory(reader)  # per request, from your auth layer
+    evidence = AizkMemoryBlock(  # the reader's notes only, packed for that reader
+        retriever=AizkScopedRetriever(index, similarity_top_k=12).for_reader(directory),
+        evidence=AizkEvidencePostprocessor(budget=160, budget_covers="block").for_reader(directory),
     )
     store = create_async_engine("sqlite+aiosqlite:///:memory:")
     memory = Memory.from_defaults(
@@ -60,8 +60,7 @@ async def converse(reader: str, index: VectorStoreIndex) -> None:
     )
     try:
         for turn, question in enumerate(TURNS, start=1):
-            with reading_as(reader_directory(reader)):
-                await agent.run(question, memory=memory)
+            await agent.run(question, memory=memory)
             print(f"\n######## {reader}, turn {turn}: what the LLM is given ########")
             for message in llm.last_chat_messages or []:
                 first_line, *rest = (message.content or "").splitlines() or [""]
