@@ -6,19 +6,21 @@ recalled content is evidence, not instructions. The adapters live in
 `aizk_integrations.langchain` and `aizk_integrations.llama_index`, ready-made token counters in
 `aizk_integrations.counters`; this package imports no framework.
 
-The data path is a straight line of private modules, each hop going one way: `_reading` (read
-and authorize) -> `_packing` (the walk, priced by `_pricing`) -> `_result` (the public result)
--> `_rendering` (the template); `_run` is the one run the adapters make of it.
+The private parts, each a folder whose imports go one way, down this list: the basics at the
+root (`_errors`, `_text`, `_tokens`, `_uuids`, `_defaults`); `_scopes` (who may read what) and
+`_markdown` (keeping retrieved text inside its bullet); `_core`, the seed's straight line from
+a candidate through the prefix cut to the rendered block; `_stores`, what each store is asked
+for a reader; `_run`, the one run every adapter makes of the core; then the adapters.
 """
 
-from aizk_integrations._candidate import Candidate
+from aizk_integrations._core.candidate import Candidate
+from aizk_integrations._core.evidence import Evidence
+from aizk_integrations._core.lanes import Lane, Provenance
+from aizk_integrations._core.packing import explain, pack, pack_block
+from aizk_integrations._core.result import RecallResult
 from aizk_integrations._errors import EvidenceError
-from aizk_integrations._evidence import Evidence
-from aizk_integrations._lanes import Lane, Provenance
-from aizk_integrations._packing import explain, pack, pack_block
-from aizk_integrations._result import RecallResult
-from aizk_integrations._scope_ids import PUBLIC, scope_metadata
-from aizk_integrations._scopes import Scope, ScopeDirectory
+from aizk_integrations._scopes.directory import Scope, ScopeDirectory
+from aizk_integrations._scopes.ids import PUBLIC, scope_metadata
 
 __all__ = [
     "PUBLIC",

@@ -77,6 +77,15 @@ def count_tokens(counter: TokenCounter, text: str, position: int | None) -> int:
     """
     try:
         tokens = counter(text)
+    except ImportError as error:
+        # Said whole: the fix is in the missing package's own message, which holds no text.
+        raise ItemError(
+            position,
+            f"token_counter could not load its tokenizer ({type(error).__name__}: {error}). "
+            "Install the package it names, or count another way: token_counter= one of "
+            "aizk_integrations.counters (counter_from_tiktoken needs no model files), or "
+            "chars_per_token= for the seed's estimate",
+        ) from error
     except Exception as error:
         raise ItemError(
             position, f"token_counter raised {type(error).__name__}: {quoted(str(error))}"

@@ -33,7 +33,7 @@ from aizk_integrations import (
     pack,
     pack_block,
 )
-from aizk_integrations._pricing import BudgetCovers
+from aizk_integrations._core.pricing import BudgetCovers
 from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.langchain import AizkEvidenceCompressor

@@ -52,7 +52,7 @@ def main() -> None:
         [Document(n["text"], id=n["id"], metadata=n["metadata"]) for n in load_notes()]
     )
     # The store holds every reader's notes: it is asked only for the request's reader's.
-    scoped = AizkScopedRetriever(vectorstore=store, k=12)
+    scoped = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 12})
     memory = AizkMemoryMiddleware(scoped, AizkEvidenceCompressor(budget=160))
     for reader in ("sam", "ana"):
         answers = iter([AIMessage(f"(answer {n + 1} for {reader})") for n in range(len(TURNS))])

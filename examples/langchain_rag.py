@@ -44,7 +44,7 @@ def main() -> None:
     store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=64))
     store.add_documents(corpus_documents())
     # The store holds every reader's notes: it is asked only for the request's reader's.
-    retriever = AizkScopedRetriever(vectorstore=store, k=12)
+    retriever = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 12})
 
     packer = AizkEvidenceCompressor(budget=128)  # no reader of its own: each request names one
     llm = FakeListLLM(responses=["(a fake LLM's answer)"])

@@ -9,7 +9,8 @@ from contextlib import ExitStack
 
 import pytest
 
-from aizk_integrations import Candidate, Lane, Scope, ScopeDirectory, _report
+from aizk_integrations import Candidate, Lane, Scope, ScopeDirectory
+from aizk_integrations._run import report as _report
 from tests.golden import (
     ARTIFACT,
     BOOK_CLUB,

@@ -26,10 +26,10 @@ from langchain_core.runnables.config import get_callback_manager_for_config
 from pydantic import ConfigDict, Field
 
 from aizk_integrations._counters import counter_from_langchain
-from aizk_integrations._paging import Fetched
-from aizk_integrations._report import report
-from aizk_integrations._run import Packing, expect_sequence, run
-from aizk_integrations._settings import PackingSettings
+from aizk_integrations._run.paging import Fetched
+from aizk_integrations._run.report import report
+from aizk_integrations._run.run import Packing, expect_sequence, run
+from aizk_integrations._run.settings import PackingSettings
 from aizk_integrations.langchain._config import (
     CONFIG_SPECS,
     PER_REQUEST,
@@ -47,10 +47,10 @@ from aizk_integrations.langchain._documents import (
 logger = logging.getLogger("aizk_integrations.langchain")
 
 THROUGH_RETRIEVAL = (
-    "the retriever had already sent their text through LangChain's callbacks (astream_events, "
-    "astream_log, LangServe's stream routes, LangSmith traces): retrieve for the reader with "
-    "AizkScopedRetriever(vectorstore=store) in place of store.as_retriever(), which asks the "
-    "store only for what the reader may read"
+    "a retriever that handed them over had already sent their text through LangChain's "
+    "callbacks (astream_events, astream_log, LangServe's stream routes, LangSmith traces): "
+    "retrieve for the reader with AizkScopedRetriever(vectorstore=store) in place of "
+    "store.as_retriever(), which asks the store only for what the reader may read"
 )
 """Where other readers' documents, withheld here, already went, and the fix (see `report`)."""
 _QUESTION_TO_COMPRESSOR = (

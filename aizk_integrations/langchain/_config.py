@@ -22,8 +22,8 @@ from langchain_core.runnables import (
 from pydantic import ConfigDict
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._scopes import ScopeDirectory, require_reader
-from aizk_integrations._settings import PackingSettings, call_budget
+from aizk_integrations._run.settings import PackingSettings, call_budget
+from aizk_integrations._scopes.directory import ScopeDirectory, require_reader
 from aizk_integrations._tokens import is_int
 
 BUDGET_CONFIG_KEY: Final = "aizk_budget"
@@ -67,8 +67,9 @@ _KNOWN_KEYS = ", ".join(repr(key) for key in _KNOWN)
 
 PER_REQUEST: Final = (
     f"pass this request's reader as config={{'configurable': {{{READER_CONFIG_KEY!r}: "
-    "reader}} (LangChain hands no config to a compressor inside a bare "
-    "ContextualCompressionRetriever: use AizkEvidenceRetriever there)"
+    "reader}}. LangChain's ContextualCompressionRetriever hands that config to neither its "
+    "base retriever nor its compressor: use AizkEvidenceRetriever(base_retriever=..., "
+    "compressor=...) in its place, which carries it to both"
 )
 """How the warnings tell a LangChain user to name a request's reader."""
 
@@ -106,7 +107,8 @@ class ConfigCarryingRetriever(BaseRetriever):
     """
 
     # A refused setting is never quoted: a store or retriever's repr can hold stored text.
-    model_config = ConfigDict(hide_input_in_errors=True)
+    # Unknown settings are refused by name, as every aizk adapter refuses them.
+    model_config = ConfigDict(hide_input_in_errors=True, extra="forbid")
 
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any

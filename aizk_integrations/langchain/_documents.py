@@ -7,10 +7,10 @@ from typing import Any, Final
 
 from langchain_core.documents import Document
 
+from aizk_integrations._core.evidence import kept_item_metadata
 from aizk_integrations._errors import ItemError, quoted
-from aizk_integrations._evidence import kept_item_metadata
-from aizk_integrations._reading import BLOCK_KEY, Source
-from aizk_integrations._run import Packing, cited_items
+from aizk_integrations._run.reading import BLOCK_KEY, Source
+from aizk_integrations._run.run import Packing, cited_items
 
 RECALL_METADATA_KEY: Final = BLOCK_KEY
 """Metadata key of the block `Document` holding the public `RecallResult` JSON."""

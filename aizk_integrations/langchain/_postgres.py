@@ -21,14 +21,16 @@ import sqlalchemy
 from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
-from aizk_integrations._postgres import (
+from aizk_integrations._scopes.ids import Spellings, spellings
+from aizk_integrations._stores.postgres import (
+    NOT_SET_UP,
     PGVECTOR_TABLE,
     START_READING,
+    never_set_up,
     pgvector_search,
     spelled,
     table_name,
 )
-from aizk_integrations._scope_ids import Spellings, spellings
 
 
 class PGVectorSearch:
@@ -55,10 +57,15 @@ class PGVectorSearch:
             )
         embedding = self._store.embeddings.embed_query(query)
         values = spellings(scope_ids)
-        with self._store.session_maker.get_bind().begin() as connection:
-            started = connection.execute(sqlalchemy.text(START_READING), _reading(values))
-            statement = self._statement(embedding, top, values, policy=started.one()[-1])
-            rows = connection.execute(statement).all()
+        try:
+            with self._store.session_maker.get_bind().begin() as connection:
+                started = connection.execute(sqlalchemy.text(START_READING), _reading(values))
+                statement = self._statement(embedding, top, values, policy=started.one()[-1])
+                rows = connection.execute(statement).all()
+        except sqlalchemy.exc.ProgrammingError as error:
+            if never_set_up(error):
+                raise RuntimeError(NOT_SET_UP) from error
+            raise
         return _documents(rows)
 
     async def asearch(self, query: str, top: int, scope_ids: frozenset[str]) -> list[Document]:
@@ -72,10 +79,16 @@ class PGVectorSearch:
         values = spellings(scope_ids)
         async with self._store.session_maker() as session:
             engine = session.bind
-        async with engine.begin() as connection:
-            started = await connection.execute(sqlalchemy.text(START_READING), _reading(values))
-            statement = self._statement(embedding, top, values, policy=started.one()[-1])
-            rows = (await connection.execute(statement)).all()
+        try:
+            async with engine.begin() as connection:
+                reading = _reading(values)
+                started = await connection.execute(sqlalchemy.text(START_READING), reading)
+                statement = self._statement(embedding, top, values, policy=started.one()[-1])
+                rows = (await connection.execute(statement)).all()
+        except sqlalchemy.exc.ProgrammingError as error:
+            if never_set_up(error):
+                raise RuntimeError(NOT_SET_UP) from error
+            raise
         return _documents(rows)
 
     def _statement(

@@ -13,7 +13,7 @@ from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig, patch_config
 from pydantic import Field, field_validator
 
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations.langchain._compressor import AizkEvidenceCompressor, returned
 from aizk_integrations.langchain._config import (
     CONFIG_SPECS,
@@ -22,7 +22,7 @@ from aizk_integrations.langchain._config import (
     request_reader,
     with_reader,
 )
-from aizk_integrations.langchain._pipeline import check_not_packed
+from aizk_integrations.langchain._pipeline import check_not_packed, refuse_packed_twice
 from aizk_integrations.langchain._scoped import apacked_retrieval, packed_retrieval
 
 
@@ -34,7 +34,7 @@ class AizkEvidenceRetriever(ConfigCarryingRetriever):
     its own (`retriever.invoke(question, config=...)`) the compressor never learns the reader,
     and fails closed. This retriever passes its config on, so the same call works wherever it
     is made: on its own, in a chain, in a retriever tool. The base retriever sees the same
-    reader (the request's, else the compressor's `directory`), so a reader-aware retriever
+    reader (the request's, else the compressor's `reader`), so a reader-aware retriever
     and the packer agree; over an `AizkScopedRetriever` the store is asked for more documents
     only while the packer still has room.
     """
@@ -65,6 +65,7 @@ class AizkEvidenceRetriever(ConfigCarryingRetriever):
         config, reader = self._request(run_manager)
         packer = self.compressor
         packing = packed_retrieval(packer, self.base_retriever, query, config, reader, **kwargs)
+        refuse_packed_twice(packing, type(self).__name__)
         return returned(packer, packing)
 
     async def _aget_relevant_documents(
@@ -74,6 +75,7 @@ class AizkEvidenceRetriever(ConfigCarryingRetriever):
         packer = self.compressor
         base = self.base_retriever
         packing = await apacked_retrieval(packer, base, query, config, reader, **kwargs)
+        refuse_packed_twice(packing, type(self).__name__)
         return returned(packer, packing)
 
     def _request(

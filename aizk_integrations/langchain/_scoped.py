@@ -25,12 +25,13 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from aizk_integrations._paging import Fetched, PageSize, Search, fetched_pages, readable_pages
-from aizk_integrations._report import max_fetch_message
-from aizk_integrations._run import Packing
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._errors import quoted
+from aizk_integrations._run.paging import Fetched, PageSize, Search, fetched_pages, readable_pages
+from aizk_integrations._run.report import max_fetch_message
+from aizk_integrations._run.run import Packing
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations.langchain._compressor import (
     AizkEvidenceCompressor,
     pack_documents,
@@ -49,6 +50,18 @@ from aizk_integrations.langchain._stores import Searcher, StoreSearch, searcher
 
 logger = logging.getLogger("aizk_integrations.langchain")
 
+DEFAULT_K = 4
+"""Documents returned on its own when `search_kwargs` names no `k`, as LangChain's stores do."""
+
+
+def check_k(k: object, name: str) -> int:
+    """`k` as a count of documents to return, or an error naming the setting."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(
+            f"{name} must be an int of at least 1 (the documents returned), not {quoted(k)}"
+        )
+    return k
+
 
 class AizkScopedRetriever(ConfigCarryingRetriever):
     """A vector store's retriever that returns only documents the request's reader may read.
@@ -66,7 +79,14 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
     vectorstore: VectorStore = Field(description="The shared store holding every reader's items.")
-    k: int = Field(default=4, ge=1, description="Documents returned when used on its own.")
+    search_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "As LangChain's VectorStoreRetriever: {'k': n}, the documents returned when used "
+            "on its own (4 by default). The store's filter is the reader's, written here, so "
+            "no other search keyword is taken."
+        ),
+    )
     max_fetch: int = Field(
         default=1024,
         ge=1,
@@ -100,6 +120,35 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
     )
     _page_size: PageSize = PrivateAttr(default_factory=PageSize)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _k_goes_in_search_kwargs(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "k" in data:
+            raise ValueError(
+                f"k is not a setting of {cls.__name__}: as with LangChain's retrievers, write "
+                f"search_kwargs={{'k': {quoted(data['k'])}}}"
+            )
+        return data
+
+    @field_validator("search_kwargs")
+    @classmethod
+    def _only_k(cls, search_kwargs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(search_kwargs) - {"k"}, key=str)
+        if unknown:
+            raise ValueError(
+                f"search_kwargs {', '.join(map(quoted, unknown))} not taken: scoped retrieval "
+                "writes the store's filter for the reader itself, and takes only 'k' (the "
+                "documents returned)"
+            )
+        if "k" in search_kwargs:
+            check_k(search_kwargs["k"], "search_kwargs['k']")
+        return dict(search_kwargs)
+
+    @property
+    def k(self) -> int:
+        """The documents a call returns when this retriever is used on its own."""
+        return int(self.search_kwargs.get("k", DEFAULT_K))
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
@@ -127,11 +176,7 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
 
     def _top(self, k: object) -> int:
         """This call's `k`, else the retriever's: how many documents the call returns."""
-        if k is None:
-            return self.k
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ValueError(f"k must be an int of at least 1 (the documents returned), got {k!r}")
-        return k
+        return self.k if k is None else check_k(k, "k")
 
     def request_for(self, query: str, reader: ScopeDirectory | None) -> StoreRequest | None:
         """One request's store query for `reader`, or `None` when the store is not to be asked:

@@ -24,9 +24,9 @@ from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from aizk_integrations import _postgres
-from aizk_integrations._scope_ids import scopes_within
-from aizk_integrations._store_filters import chroma_where, qdrant_filter
+from aizk_integrations._scopes.ids import scopes_within
+from aizk_integrations._stores import postgres as _postgres
+from aizk_integrations._stores.filters import chroma_where, qdrant_filter
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import RunnableConfig, patch_config
 
 from aizk_integrations._counters import counter_from_langchain
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations.langchain._compressor import AizkEvidenceCompressor
 from aizk_integrations.langchain._config import (
     READER_CONFIG_KEY,
@@ -20,7 +20,7 @@ from aizk_integrations.langchain._config import (
     request_reader,
     with_reader,
 )
-from aizk_integrations.langchain._pipeline import check_not_packed
+from aizk_integrations.langchain._pipeline import check_not_packed, refuse_packed_twice
 from aizk_integrations.langchain._room import room_left, window_of
 from aizk_integrations.langchain._scoped import apacked_retrieval, packed_retrieval
 
@@ -64,6 +64,7 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return handler(request)
         packer, config = self._fitted(request, config)
         packing = packed_retrieval(packer, self.retriever, latest.text, config, reader)
+        refuse_packed_twice(packing, type(self).__name__)
         return handler(_with_block(request, latest, packing.result.to_markdown()))
 
     async def awrap_model_call(
@@ -76,6 +77,7 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return await handler(request)
         packer, config = self._fitted(request, config)
         packing = await apacked_retrieval(packer, self.retriever, latest.text, config, reader)
+        refuse_packed_twice(packing, type(self).__name__)
         return await handler(_with_block(request, latest, packing.result.to_markdown()))
 
     def _latest_and_config(

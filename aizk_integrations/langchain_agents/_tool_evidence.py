@@ -16,7 +16,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 
-from aizk_integrations._rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
+from aizk_integrations._core.rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
 from aizk_integrations.langchain_agents._middleware import MEMORY_MESSAGE_NAME
 
 
@@ -24,6 +24,10 @@ class AizkToolEvidenceMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Only the latest block of the turn in progress reaches the model, whatever the history
     holds: for agents whose retriever tool packs with aizk (`AizkEvidenceRetriever`, or a
     retriever piped into `as_runnable()`)."""
+
+    def __init__(self) -> None:
+        # Declared, so an unknown setting is refused by name, as every adapter refuses it.
+        super().__init__()
 
     def wrap_model_call(
         self,

@@ -14,9 +14,9 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.memory import BaseMemory, Memory
-from pydantic import Field, SerializeAsAny
+from pydantic import ConfigDict, Field, SerializeAsAny
 
-from aizk_integrations._rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
+from aizk_integrations._core.rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
 
 _TOOL_RESULTS = (MessageRole.TOOL, MessageRole.FUNCTION)
 
@@ -33,6 +33,9 @@ class AizkToolEvidenceMemory(BaseMemory):
     are; the next turn sees none of them. Messages are replaced, never changed, and keep their
     role and tool-call id, so every tool call still has its result.
     """
+
+    # Unknown settings are refused by name, as every aizk adapter refuses them.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     memory: SerializeAsAny[BaseMemory] = Field(
         description="The memory that stores the conversation: LlamaIndex's Memory, or any."

@@ -40,7 +40,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.tools import ToolOutput
 from llama_index.core.types import Thread
 
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.llama_index._chat_prompt import ChatPrompt, chat_prompt, window_of

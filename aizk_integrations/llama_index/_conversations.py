@@ -14,7 +14,7 @@ from typing import Final
 
 from llama_index.core.memory import BaseMemory
 
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes.directory import ScopeDirectory
 
 ReaderKey = frozenset[str] | None
 """A reader as their conversations are filed: the scope ids they may read (`None`: no reader)."""

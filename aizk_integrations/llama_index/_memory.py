@@ -10,7 +10,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.utils import get_tokenizer
-from pydantic import Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor
@@ -30,6 +30,9 @@ class AizkMemoryBlock(BaseMemoryBlock[str]):
     do not fit, it asks this block, by `priority`, to shrink, and the block packs the same
     retrieval again within what is left, a shorter prefix in the same merit order.
     """
+
+    # Unknown settings are refused by name, as every aizk adapter refuses them.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     name: str = Field(default="evidence", description="The block's name in the memory.")
     priority: int = Field(

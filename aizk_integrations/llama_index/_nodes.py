@@ -16,10 +16,10 @@ from llama_index.core.schema import (
     TextNode,
 )
 
+from aizk_integrations._core.evidence import kept_item_metadata
 from aizk_integrations._errors import ItemError, quoted
-from aizk_integrations._evidence import kept_item_metadata
-from aizk_integrations._reading import BLOCK_KEY, Source
-from aizk_integrations._run import Packing, cited_items
+from aizk_integrations._run.reading import BLOCK_KEY, Source
+from aizk_integrations._run.run import Packing, cited_items
 
 RECALL_KEY: Final = BLOCK_KEY
 """Metadata key of the block node holding the public `RecallResult` JSON."""

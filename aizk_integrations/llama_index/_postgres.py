@@ -21,14 +21,14 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Select, event, text
 
-from aizk_integrations._postgres import (
+from aizk_integrations._scopes.ids import spellings
+from aizk_integrations._stores.postgres import (
     START_READING,
     StoreTable,
     reader_condition,
     spelled,
     table_name,
 )
-from aizk_integrations._scope_ids import spellings
 
 SCOPED_READ = "aizk_scoped_read"
 """The keyword argument of `PGVectorStore.query` that carries scoped retrieval's reader."""

@@ -13,10 +13,10 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.utils import get_tokenizer
 from pydantic import ConfigDict, Field, model_validator
 
-from aizk_integrations._report import report
-from aizk_integrations._run import Packing, expect_sequence, run
-from aizk_integrations._scopes import ScopeDirectory, require_reader
-from aizk_integrations._settings import PackingSettings
+from aizk_integrations._run.report import report
+from aizk_integrations._run.run import Packing, expect_sequence, run
+from aizk_integrations._run.settings import PackingSettings
+from aizk_integrations._scopes.directory import ScopeDirectory, require_reader
 from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.llama_index._event import AizkEvidencePackedEvent
@@ -33,7 +33,7 @@ logger = logging.getLogger("aizk_integrations.llama_index")
 _dispatcher = get_dispatcher("aizk_integrations.llama_index")
 
 THROUGH_RETRIEVAL = (
-    "the retriever had already sent their text through LlamaIndex's own logs and "
+    "a retriever that handed them over had already sent their text through LlamaIndex's logs and "
     "instrumentation events (its DEBUG log of the top nodes, RetrievalEndEvent): retrieve for "
     "the reader with AizkScopedRetriever(index) in place of index.as_retriever(), which asks "
     "the store only for what the reader may read"

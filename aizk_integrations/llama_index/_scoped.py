@@ -25,10 +25,10 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
-from aizk_integrations._paging import Fetched, PageSize, Search, fetched_pages, readable_pages
-from aizk_integrations._report import max_fetch_message
-from aizk_integrations._run import Packing, run
-from aizk_integrations._scopes import ScopeDirectory, require_reader
+from aizk_integrations._run.paging import Fetched, PageSize, Search, fetched_pages, readable_pages
+from aizk_integrations._run.report import max_fetch_message
+from aizk_integrations._run.run import Packing, run
+from aizk_integrations._scopes.directory import ScopeDirectory, require_reader
 from aizk_integrations.llama_index._nodes import NODES
 from aizk_integrations.llama_index._postprocessor import (
     AizkEvidencePostprocessor,

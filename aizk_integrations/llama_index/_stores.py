@@ -27,9 +27,9 @@ from llama_index.core.vector_stores import MetadataFilters, SimpleVectorStore
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from pydantic import BaseModel, ConfigDict, Field
 
-from aizk_integrations import _postgres
-from aizk_integrations._scope_ids import scopes_within
-from aizk_integrations._store_filters import chroma_where, qdrant_filter
+from aizk_integrations._scopes.ids import scopes_within
+from aizk_integrations._stores import postgres as _postgres
+from aizk_integrations._stores.filters import chroma_where, qdrant_filter
 from aizk_integrations.llama_index._postgres import pgvector_scoped_query, scoped_read
 
 _CHROMA = ("llama_index.vector_stores.chroma", "ChromaVectorStore")

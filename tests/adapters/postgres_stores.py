@@ -25,7 +25,8 @@ from llama_index.vector_stores.postgres import PGVectorStore
 from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from aizk_integrations import ScopeDirectory, _postgres
+from aizk_integrations import ScopeDirectory
+from aizk_integrations._stores import postgres as _postgres
 from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
     AizkEvidenceRetriever,
@@ -211,7 +212,9 @@ class PostgresStore(Store):
     def scoped(self, reader: ScopeDirectory, query: str, k: int) -> list[str]:
         if self.kind == "langchain-pgvector":
             with app_pgvector(self._database, self._role, self._name) as store:
-                found = AizkScopedRetriever(vectorstore=store, k=k).invoke(query, _config(reader))
+                found = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": k}).invoke(
+                    query, _config(reader)
+                )
                 return [document.page_content for document in found]
         with self._index(self._role) as index:
             retriever = LlamaIndexScoped(index, similarity_top_k=k, max_fetch=max(k, 1024))
@@ -221,7 +224,7 @@ class PostgresStore(Store):
         async def run() -> list[str]:
             if self.kind == "langchain-pgvector":
                 async with app_async_pgvector(self._database, self._role, self._name) as store:
-                    retriever = AizkScopedRetriever(vectorstore=store, k=k)
+                    retriever = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": k})
                     found = await retriever.ainvoke(query, _config(reader))
                     return [document.page_content for document in found]
             vector_store = app_pgvectorstore(self._database, self._role, self._name)

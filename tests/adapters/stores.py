@@ -190,11 +190,13 @@ class _LangChainStore(Store):
         )
 
     def scoped(self, reader: ScopeDirectory, query: str, k: int) -> list[str]:
-        found = self._retriever(k=k).invoke(query, config=_config(reader))
+        found = self._retriever(search_kwargs={"k": k}).invoke(query, config=_config(reader))
         return [document.page_content for document in found]
 
     def ascoped(self, reader: ScopeDirectory, query: str, k: int) -> list[str]:
-        found = asyncio.run(self._retriever(k=k).ainvoke(query, config=_config(reader)))
+        found = asyncio.run(
+            self._retriever(search_kwargs={"k": k}).ainvoke(query, config=_config(reader))
+        )
         return [document.page_content for document in found]
 
     def packed(self, reader: ScopeDirectory, query: str, budget: int) -> list[str]:

@@ -22,12 +22,12 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
 
 from aizk_integrations import Scope, ScopeDirectory, scope_metadata
+from aizk_integrations._core.rendering import STALE_EVIDENCE_NOTE
 from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
     AizkEvidenceRetriever,
     AizkScopedRetriever,
 )
-from aizk_integrations._rendering import STALE_EVIDENCE_NOTE
 from aizk_integrations.langchain_agents import (
     AizkMemoryMiddleware,
     AizkToolEvidenceMiddleware,

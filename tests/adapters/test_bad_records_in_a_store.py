@@ -109,7 +109,7 @@ def langchain_retrievers() -> tuple[Any, Any]:
     """One app's retrievers, serving every reader: the reader's best 500 in the store's
     ranking, and the reader's packed block."""
     store = langchain_store()
-    ranked = aizk_langchain.AizkScopedRetriever(vectorstore=store, k=EACH)
+    ranked = aizk_langchain.AizkScopedRetriever(vectorstore=store, search_kwargs={"k": EACH})
     packer = aizk_langchain.AizkEvidenceRetriever(
         base_retriever=aizk_langchain.AizkScopedRetriever(vectorstore=store),
         compressor=aizk_langchain.AizkEvidenceCompressor(budget=BUDGET),

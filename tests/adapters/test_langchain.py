@@ -16,23 +16,19 @@ from uuid import UUID
 import pytest
 from langchain_classic.retrievers import (
     ContextualCompressionRetriever,
-    EnsembleRetriever,
-    MergerRetriever,
-    MultiQueryRetriever,
 )
 from langchain_classic.retrievers.document_compressors import (
     DocumentCompressorPipeline,
     EmbeddingsFilter,
     LLMChainFilter,
 )
-from langchain_community.document_transformers import LongContextReorder
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListLLM
 from langchain_core.prompts import PromptTemplate
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableConfig, RunnablePassthrough
+from langchain_core.runnables import Runnable, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import ValidationError
 
@@ -44,11 +40,14 @@ from aizk_integrations.langchain import AizkEvidenceCompressor
 
 
 def test_the_config_and_metadata_keys_are_the_documented_ones() -> None:
-    assert adapter.BUDGET_CONFIG_KEY == "aizk_budget"
-    assert adapter.READER_CONFIG_KEY == "aizk_reader"
-    assert adapter.ROOM_CONFIG_KEY == "aizk_room"
-    assert adapter.RECALL_METADATA_KEY == "aizk_recall"
-    assert adapter.COUNTS_METADATA_KEY == "aizk_counts"
+    from aizk_integrations.langchain import _config, _documents
+
+    assert _config.BUDGET_CONFIG_KEY == "aizk_budget"
+    assert _config.READER_CONFIG_KEY == "aizk_reader"
+    assert _config.ROOM_CONFIG_KEY == "aizk_room"
+    assert _documents.RECALL_METADATA_KEY == "aizk_recall"
+    assert _documents.COUNTS_METADATA_KEY == "aizk_counts"
+    assert _documents.CITATIONS_METADATA_KEY == "aizk_citations"
 
 
 def test_the_compressor_is_a_langchain_document_compressor_with_the_designs_defaults() -> None:
@@ -194,11 +193,11 @@ def test_a_call_changes_the_budget_through_the_config() -> None:
         ({"aizk_budget": 16385}, ValueError, "max_budget (16384), got 16385"),
         ({"aizk_budget": "512"}, TypeError, "'aizk_budget': budget must be an int >= 0, not str"),
         ({"aizk_budget": True}, TypeError, "'aizk_budget': budget must be an int >= 0, not bool"),
-        ({"aizk_reader": None}, TypeError, "'aizk_reader' must be a ScopeDirectory"),
+        ({"aizk_reader": None}, TypeError, "'aizk_reader' needs a ScopeDirectory"),
         (
             {"aizk_reader": {"sam": "private"}},
             TypeError,
-            "configurable 'aizk_reader' must be a ScopeDirectory (a call may switch readers "
+            "configurable 'aizk_reader' needs a ScopeDirectory (a request may switch readers "
             "but not switch authorization off), not dict",
         ),
     ],
@@ -364,95 +363,6 @@ def a_filter_that_drops_the_block() -> EmbeddingsFilter:
     document, is not similar enough to the question to pass."""
     return EmbeddingsFilter(
         embeddings=DeterministicFakeEmbedding(size=32), similarity_threshold=0.99
-    )
-
-
-def test_a_filter_after_the_packer_is_refused_by_the_check_and_would_drop_the_block() -> None:
-    packer = AizkEvidenceCompressor(reader=sam_directory())
-    pipeline = DocumentCompressorPipeline(transformers=[packer, a_filter_that_drops_the_block()])
-    compressed = ContextualCompressionRetriever(
-        base_compressor=pipeline, base_retriever=club_retriever()
-    )
-    assert compressed.invoke(CLUB_QUESTION) == []  # what the check is for: no evidence, no word
-
-    for built in (compressed, pipeline):
-        with pytest.raises(
-            ValueError, match=r"^EmbeddingsFilter runs after AizkEvidenceCompressor, "
-        ):
-            adapter.check_packer_last(built)
-    with pytest.raises(ValueError, match="run after") as raised:
-        adapter.check_packer_last(
-            DocumentCompressorPipeline(
-                transformers=[packer, LongContextReorder(), a_filter_that_drops_the_block()]
-            )
-        )
-    assert str(raised.value).startswith(
-        "LongContextReorder, EmbeddingsFilter run after AizkEvidenceCompressor, and each "
-        "handles the whole evidence block as one document: it can drop it, cut it or set "
-        "documents the packer never read beside it"
-    )
-    assert "Put the packer last: DocumentCompressorPipeline(transformers=[..., " in str(
-        raised.value
-    )
-
-
-def test_a_filter_around_a_packing_retriever_counts_as_after_the_packer() -> None:
-    packing = ContextualCompressionRetriever(
-        base_compressor=AizkEvidenceCompressor(reader=sam_directory()),
-        base_retriever=club_retriever(),
-    )
-    filtered = ContextualCompressionRetriever(
-        base_compressor=DocumentCompressorPipeline(transformers=[a_filter_that_drops_the_block()]),
-        base_retriever=packing,
-    )
-    with pytest.raises(ValueError, match=r"^EmbeddingsFilter runs after AizkEvidenceCompressor"):
-        adapter.check_packer_last(filtered)
-
-
-def test_a_retriever_that_fuses_or_merges_a_packing_retrievers_output_is_after_the_packer() -> None:
-    packing = adapter.AizkEvidenceRetriever(
-        base_retriever=club_retriever(), compressor=AizkEvidenceCompressor(budget=30)
-    )
-    plain = club_retriever()
-    fused = EnsembleRetriever(retrievers=[packing, plain], weights=[0.5, 0.5])
-    reader = RunnableConfig(configurable={"aizk_reader": sam_directory()})
-    # What the check is for: the fused list holds the block and, beside it, documents the packer
-    # never read, Ana's secret among them.
-    assert ANA_SECRET in [document.page_content for document in fused.invoke(CLUB_QUESTION, reader)]
-
-    wrappers: list[BaseRetriever] = [
-        fused,
-        MergerRetriever(retrievers=[plain, packing]),
-        MultiQueryRetriever.from_llm(retriever=packing, llm=FakeListLLM(responses=["q"])),
-    ]
-    for wrapper in wrappers:
-        name = type(wrapper).__name__
-        with pytest.raises(ValueError, match=f"^{name} runs after AizkEvidenceCompressor, "):
-            adapter.check_packer_last(wrapper)
-    # The fix the message names: the fusing retriever inside, the packer around it.
-    fused_then_packed = adapter.AizkEvidenceRetriever(
-        base_retriever=EnsembleRetriever(retrievers=[plain, club_retriever()], weights=[0.5, 0.5])
-    )
-    adapter.check_packer_last(fused_then_packed)
-    [block] = fused_then_packed.invoke(CLUB_QUESTION, reader)
-    assert ANA_SECRET not in block.page_content
-
-
-@pytest.mark.parametrize(
-    "placed",
-    ["compressor", "last in a pipeline", "no packer"],
-)
-def test_the_check_passes_a_retrieval_whose_packer_is_last_or_absent(placed: str) -> None:
-    packer = AizkEvidenceCompressor(reader=sam_directory())
-    compressor: BaseDocumentCompressor = {
-        "compressor": packer,
-        "last in a pipeline": DocumentCompressorPipeline(
-            transformers=[a_filter_that_drops_the_block(), packer]
-        ),
-        "no packer": DocumentCompressorPipeline(transformers=[LongContextReorder()]),
-    }[placed]
-    adapter.check_packer_last(
-        ContextualCompressionRetriever(base_compressor=compressor, base_retriever=club_retriever())
     )
 
 

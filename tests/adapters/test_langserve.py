@@ -61,7 +61,8 @@ def app() -> FastAPI:
     )
     packer = AizkEvidenceCompressor(budget=120)
     chain = AizkEvidenceRetriever(
-        base_retriever=AizkScopedRetriever(vectorstore=store, k=4), compressor=packer
+        base_retriever=AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 4}),
+        compressor=packer,
     )
     served = FastAPI()
     add_routes(served, chain, path="/evidence", per_req_config_modifier=reader_from_identity)

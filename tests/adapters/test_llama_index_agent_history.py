@@ -29,7 +29,7 @@ from llama_index.core.tools import QueryEngineTool
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import Scope, ScopeDirectory, scope_metadata
-from aizk_integrations._rendering import STALE_EVIDENCE_NOTE
+from aizk_integrations._core.rendering import STALE_EVIDENCE_NOTE
 from aizk_integrations.llama_index import (
     AizkEvidencePostprocessor,
     AizkToolEvidenceMemory,

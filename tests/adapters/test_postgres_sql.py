@@ -22,7 +22,8 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from aizk_integrations._postgres import (
+from aizk_integrations._scopes.ids import scopes_within
+from aizk_integrations._stores.postgres import (
     ITERATIVE_SCAN,
     PREFER_VECTOR_INDEX,
     ROW_SECURITY_ACTIVE,
@@ -36,7 +37,6 @@ from aizk_integrations._postgres import (
     scope_keys_function,
     scopes_index,
 )
-from aizk_integrations._scope_ids import scopes_within
 from tests.postgres import Server, fresh_database
 from tests.scoped_corpus import READERS, notes, organizations_of, readable_by
 

@@ -27,7 +27,7 @@ from llama_index.vector_stores.postgres import PGVectorStore
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from aizk_integrations._postgres import (
+from aizk_integrations._stores.postgres import (
     PGVECTOR_TABLE,
     SET_READER_IDS,
     StoreTable,

@@ -1,8 +1,7 @@
 """The request's reader reaches a scoped retriever wherever LangChain composes it: inside the
 retrievers that run others (`MultiQueryRetriever`, `MergerRetriever`, `EnsembleRetriever`,
 `RePhraseQueryRetriever`), invoked alone or in a chain, and through a server's authenticated
-user; and `check_packer_last` reads through LangChain's runnable wrappers, saying so where it
-cannot read.
+user; and a packer handed another packer's block, through any wrapper, is refused.
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
     AizkEvidenceRetriever,
     AizkScopedRetriever,
-    check_packer_last,
 )
 from aizk_integrations.langchain_agents import AizkMemoryMiddleware
 from tests.adapters.recorders import ChatModelCalls
@@ -60,7 +58,7 @@ SHARED = store()
 
 
 def scoped(k: int = 4, **settings: Any) -> AizkScopedRetriever:
-    return AizkScopedRetriever(vectorstore=SHARED, k=k, **settings)
+    return AizkScopedRetriever(vectorstore=SHARED, search_kwargs={"k": k}, **settings)
 
 
 def llm() -> FakeListLLM:
@@ -169,7 +167,8 @@ def test_a_reader_of_no_scopes_is_answered_with_nothing_and_the_store_is_not_ask
     assert AizkEvidenceRetriever(base_retriever=retriever).invoke("garden", nobody) == []
 
 
-# check_packer_last reads through LangChain's runnable wrappers
+# Packing twice, or after a reorder, is refused: when built where the retriever's arguments
+# show it, and at run time through whatever wraps it
 
 
 def packing() -> AizkEvidenceRetriever:
@@ -178,7 +177,7 @@ def packing() -> AizkEvidenceRetriever:
 
 WRAPPED: dict[str, Callable[[], Any]] = {
     "with_retry": lambda: packing().with_retry(),
-    "with_fallbacks": lambda: scoped().with_fallbacks([packing()]),
+    "with_fallbacks": lambda: packing().with_fallbacks([scoped()]),
     "with_config": lambda: packing().with_config(run_name="evidence"),
     "a RunnableSequence": lambda: RunnableLambda(lambda question: question) | packing(),
     "a RunnableLambda around it": lambda: around(packing()),
@@ -186,26 +185,36 @@ WRAPPED: dict[str, Callable[[], Any]] = {
 
 
 def around(inner: AizkEvidenceRetriever) -> RunnableLambda[str, list[Document]]:
-    """A function calling a packing retriever, which LangChain lists as the function's runnable."""
+    """A function calling a packing retriever: nothing LangChain documents lists what it calls."""
     return RunnableLambda(lambda question: inner.invoke(question))
 
 
 @pytest.mark.parametrize("how", list(WRAPPED))
-def test_a_packer_inside_a_runnable_wrapper_is_seen_and_packing_twice_is_refused(how: str) -> None:
-    wrapped = WRAPPED[how]()
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_a_packer_inside_any_wrapper_is_refused_when_built_or_when_it_hands_back_a_block(
+    how: str, asynchronous: bool
+) -> None:
+    refused = (
+        r"the retriever given to AizkEvidenceRetriever (already packs \(AizkEvidenceCompressor\)"
+        r"|returned an evidence block: it packs already), and AizkEvidenceRetriever packs what"
+    )
+
+    def built_and_called() -> object:
+        outer = AizkEvidenceRetriever(base_retriever=WRAPPED[how]())
+        if asynchronous:
+            return asyncio.run(outer.ainvoke("garden budget", as_reader("user-03")))
+        return outer.invoke("garden budget", as_reader("user-03"))
+
+    with pytest.raises(ValueError, match=refused):
+        built_and_called()
+
+
+def test_a_packer_in_the_arguments_is_refused_when_built() -> None:
+    in_a_sequence = RunnableLambda(lambda question: question) | packing()
     with pytest.raises(
         ValueError, match=r"the retriever given to AizkEvidenceRetriever already packs"
     ):
-        AizkEvidenceRetriever(base_retriever=wrapped)
-
-
-def test_a_filter_after_a_wrapped_packer_is_named() -> None:
-    filtering = ContextualCompressionRetriever(
-        base_retriever=packing().with_retry(),
-        base_compressor=DocumentCompressorPipeline(transformers=[LongContextReorder()]),
-    )
-    with pytest.raises(ValueError, match=r"^LongContextReorder runs after AizkEvidenceCompressor"):
-        check_packer_last(filtering)
+        AizkEvidenceRetriever(base_retriever=in_a_sequence)
 
 
 def reordering() -> ContextualCompressionRetriever:
@@ -216,47 +225,25 @@ def reordering() -> ContextualCompressionRetriever:
 
 
 def test_a_reorder_before_the_packer_is_refused_with_why() -> None:
-    packer = AizkEvidenceCompressor()
-    before = [
-        DocumentCompressorPipeline(transformers=[LongContextReorder(), packer]),
-        AizkEvidenceRetriever.model_construct(base_retriever=reordering(), compressor=packer),
-    ]
-    for retrieval in before:
-        with pytest.raises(ValueError, match=r"^LongContextReorder reorders") as raised:
-            check_packer_last(retrieval)
-        assert str(raised.value) == (
-            "LongContextReorder reorders the documents before AizkEvidenceCompressor: it moves "
-            "the best ones to both ends of the list, and the packer keeps the longest prefix of "
-            "the order it is handed, so it keeps every other one of the best and drops the "
-            "rest. Drop the reorder: the packer needs the retriever's (or reranker's) merit "
-            "order, and the block keeps it"
-        )
-    with pytest.raises(ValueError, match=r"LongContextReorder reorders the documents before"):
+    with pytest.raises(ValueError, match=r"LongContextReorder reorders") as raised:
         AizkEvidenceRetriever(base_retriever=reordering())
-
-
-def test_a_function_that_cannot_be_read_is_said_to_be_unreadable_rather_than_passed() -> None:
-    hidden = {"retriever": packing()}
-    opaque: RunnableLambda[str, list[Document]] = RunnableLambda(
-        lambda question: hidden["retriever"].invoke(question)
-    )
-    with pytest.raises(ValueError, match=r"^check_packer_last cannot read") as raised:
-        check_packer_last(opaque)
-    assert str(raised.value).startswith(
-        "check_packer_last cannot read RunnableLambda: a function's steps cannot be listed"
-    )
+    assert (
+        "LongContextReorder reorders the documents before AizkEvidenceCompressor: it moves "
+        "the best ones to both ends of the list, and the packer keeps the longest prefix of "
+        "the order it is handed, so it keeps every other one of the best and drops the "
+        "rest. Drop the reorder: the packer needs the retriever's (or reranker's) merit "
+        "order, and the block keeps it"
+    ) in str(raised.value)
 
 
 def test_a_packer_handed_a_block_says_the_retrieval_packs_twice(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    hidden = {"retriever": packing()}
-    opaque: RunnableLambda[str, list[Document]] = RunnableLambda(
-        lambda question: hidden["retriever"].invoke(question)
-    )
-    outer = AizkEvidenceRetriever(base_retriever=opaque)  # unreadable: let through
+    packer = AizkEvidenceCompressor()
     with caplog.at_level(logging.WARNING):
-        assert outer.invoke("garden budget", as_reader("user-03")) == []
+        block = packing().invoke("garden budget", as_reader("user-03"))
+        assert block
+        assert packer.compress_documents(block, "garden budget") == []
     assert "1 item is an evidence block already: the retrieval packs twice" in caplog.text
     assert "filter_complex_metadata" not in caplog.text
 

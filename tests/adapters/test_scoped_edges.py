@@ -34,9 +34,9 @@ from pydantic import Field, ValidationError
 from qdrant_client import QdrantClient
 from qdrant_client.models import Distance, VectorParams
 
-from aizk_integrations import Scope, ScopeDirectory
+from aizk_integrations import Scope, ScopeDirectory, scope_metadata
 from aizk_integrations import llama_index as aizk_llama_index
-from aizk_integrations._store_filters import CHROMA_MOST_VALUES, chroma_where, qdrant_filter
+from aizk_integrations._stores.filters import CHROMA_MOST_VALUES, chroma_where, qdrant_filter
 from aizk_integrations.langchain import AizkEvidenceRetriever, AizkScopedRetriever
 from aizk_integrations.langchain._stores import searcher
 from tests.adapters.stores import WordEmbeddings
@@ -65,7 +65,7 @@ def test_an_encoded_list_of_scopes_reaches_no_reader_of_langchain_scoped_retriev
             Document("garden gate hinge", id="listed", metadata={"scopes": ["ana", "bob"]}),
         ]
     )
-    retriever = AizkScopedRetriever(vectorstore=store, k=4)
+    retriever = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 4})
     for reader in (ANA_AND_BOB, SAM):
         found = retriever.invoke("garden gate", as_reader(reader))
         assert "encoded" not in [document.id for document in found]
@@ -83,7 +83,9 @@ def test_a_rare_reader_on_an_in_memory_store_is_found_with_a_page_of_one() -> No
         for index in range(200)
     ]
     mine = Document("a far away reply", id="sam-0", metadata={"scopes": ["sam"]})
-    retriever = AizkScopedRetriever(vectorstore=langchain_store([*others, mine]), k=1, max_fetch=8)
+    retriever = AizkScopedRetriever(
+        vectorstore=langchain_store([*others, mine]), search_kwargs={"k": 1}, max_fetch=8
+    )
     assert [d.id for d in retriever.invoke("garden note", as_reader(SAM))] == ["sam-0"]
     packed = AizkEvidenceRetriever(base_retriever=retriever).invoke("garden note", as_reader(SAM))
     [block] = packed
@@ -93,11 +95,38 @@ def test_a_rare_reader_on_an_in_memory_store_is_found_with_a_page_of_one() -> No
 
 def test_k_set_to_nothing_after_construction_is_refused_naming_it() -> None:
     retriever = AizkScopedRetriever(vectorstore=langchain_store([]))
-    with pytest.raises(ValidationError, match=r"k\n  Input should be greater than or equal to 1"):
-        retriever.k = 0
+    with pytest.raises(ValidationError, match=r"search_kwargs\['k'\] must be an int of at least 1"):
+        retriever.search_kwargs = {"k": 0}
     with pytest.raises(ValidationError, match="max_fetch"):
         retriever.max_fetch = 0
     assert (retriever.k, retriever.max_fetch) == (4, 1024)
+
+
+def test_search_kwargs_set_the_documents_returned_as_langchains_retrievers_do() -> None:
+    notes = [Document(f"note {n}", metadata=scope_metadata("sam")) for n in range(6)]
+    retriever = AizkScopedRetriever(vectorstore=langchain_store(notes), search_kwargs={"k": 2})
+    assert len(retriever.invoke("note", as_reader(SAM))) == 2
+    assert (
+        len(AizkScopedRetriever(vectorstore=langchain_store(notes)).invoke("note", as_reader(SAM)))
+        == 4
+    )
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"bogus": 1}, "bogus"),
+        ({"k": 2}, "k"),
+        ({"search_kwargs": {"filter": {"a": 1}}}, "'filter'"),
+        ({"search_kwargs": {"k": 0}}, r"search_kwargs\['k'\]"),
+        ({"search_type": "mmr"}, "search_type"),
+    ],
+)
+def test_a_setting_it_does_not_take_is_refused_by_name(
+    settings: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ValidationError, match=named):
+        AizkScopedRetriever(vectorstore=langchain_store([]), **settings)
 
 
 @pytest.mark.parametrize("k", [0, -1, True, 2.0])
@@ -294,7 +323,7 @@ def rare_reader_store() -> Recording:
 
 def test_the_async_scoped_retriever_asks_the_async_api_with_the_readers_filter() -> None:
     store = rare_reader_store()
-    retriever = AizkScopedRetriever(vectorstore=store, k=1, max_fetch=8)
+    retriever = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 1}, max_fetch=8)
     found = asyncio.run(retriever.ainvoke("garden note", as_reader(SAM)))
     assert [document.id for document in found] == ["sam-0"]
     assert store.calls == ["async"]
@@ -302,7 +331,7 @@ def test_the_async_scoped_retriever_asks_the_async_api_with_the_readers_filter()
 
 def test_the_async_packed_retrieval_asks_the_async_api_with_the_readers_filter() -> None:
     store = rare_reader_store()
-    scoped = AizkScopedRetriever(vectorstore=store, k=1, max_fetch=8)
+    scoped = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 1}, max_fetch=8)
     [block] = asyncio.run(
         AizkEvidenceRetriever(base_retriever=scoped).ainvoke("garden note", as_reader(SAM))
     )
@@ -312,7 +341,7 @@ def test_the_async_packed_retrieval_asks_the_async_api_with_the_readers_filter()
     assert store.calls == ["async", "async"]
     sync = rare_reader_store()
     AizkEvidenceRetriever(
-        base_retriever=AizkScopedRetriever(vectorstore=sync, k=1, max_fetch=8)
+        base_retriever=AizkScopedRetriever(vectorstore=sync, search_kwargs={"k": 1}, max_fetch=8)
     ).invoke("garden note", as_reader(SAM))
     assert sync.calls == ["sync", "sync"]
 
@@ -320,7 +349,9 @@ def test_the_async_packed_retrieval_asks_the_async_api_with_the_readers_filter()
 def test_an_async_packed_retrieval_of_any_retriever_passes_the_request_on() -> None:
     # Around an ensemble (which calls its retrievers with callbacks alone), the request's
     # reader still reaches the scoped retriever inside, on the async path too.
-    scoped = AizkScopedRetriever(vectorstore=rare_reader_store(), k=1, max_fetch=8)
+    scoped = AizkScopedRetriever(
+        vectorstore=rare_reader_store(), search_kwargs={"k": 1}, max_fetch=8
+    )
     ensemble = EnsembleRetriever(retrievers=[scoped, scoped], weights=[0.5, 0.5])
     [block] = asyncio.run(
         AizkEvidenceRetriever(base_retriever=ensemble).ainvoke("garden note", as_reader(SAM))
@@ -555,7 +586,7 @@ def test_after_one_request_a_packing_request_is_one_store_call_sized_to_its_budg
             for n in range(1, 80)
         ]
     )
-    scoped = AizkScopedRetriever(vectorstore=store, k=4)
+    scoped = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 4})
     retriever = AizkEvidenceRetriever(base_retriever=scoped)
     retriever.invoke("garden note", as_reader(SAM))  # learns what a note costs
     store.calls.clear()

@@ -139,9 +139,9 @@ def kind(request: pytest.FixtureRequest) -> str:
 
 
 def test_each_reader_gets_the_top_k_a_store_of_their_own_notes_gives(kind: str) -> None:
-    shared = AizkScopedRetriever(vectorstore=store_of(kind), k=4)
+    shared = AizkScopedRetriever(vectorstore=store_of(kind), search_kwargs={"k": 4})
     for reader in READERS:
-        own = AizkScopedRetriever(vectorstore=store_of(kind, reader), k=4)
+        own = AizkScopedRetriever(vectorstore=store_of(kind, reader), search_kwargs={"k": 4})
         for question in questions(2):
             got = texts(shared.invoke(question, config=as_reader(reader)))
             expected = texts(own.invoke(question, config=as_reader(reader)))
@@ -158,7 +158,8 @@ def test_each_readers_block_is_the_block_of_a_store_of_their_own_notes(kind: str
         question = questions(1, seed=READERS.index(reader))[0]
         blocks = [
             AizkEvidenceRetriever(
-                base_retriever=AizkScopedRetriever(vectorstore=store, k=4), compressor=packer
+                base_retriever=AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 4}),
+                compressor=packer,
             ).invoke(question, config=as_reader(reader))
             for store in (store_of(kind), store_of(kind, reader))
         ]
@@ -175,7 +176,10 @@ def test_each_readers_block_is_the_block_of_a_store_of_their_own_notes(kind: str
 def test_filtering_after_top_k_starves_readers_and_scoped_retrieval_does_not(kind: str) -> None:
     packer = AizkEvidenceCompressor(budget=BUDGET)
     unscoped = store_of(kind).as_retriever(search_kwargs={"k": 4}) | packer.as_runnable()
-    scoped = AizkScopedRetriever(vectorstore=store_of(kind), k=4) | packer.as_runnable()
+    scoped = (
+        AizkScopedRetriever(vectorstore=store_of(kind), search_kwargs={"k": 4})
+        | packer.as_runnable()
+    )
     starved = {"unscoped": 0, "scoped": 0}
     for reader in READERS:
         for question in questions(3):
@@ -209,7 +213,7 @@ async def streamed(chain: Any, question: str, config: RunnableConfig) -> str:
 def test_events_and_logs_carry_no_text_of_another_reader(
     reader: str, question: str, kind: str, packed: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    scoped = AizkScopedRetriever(vectorstore=store_of(kind), k=4)
+    scoped = AizkScopedRetriever(vectorstore=store_of(kind), search_kwargs={"k": 4})
     packer = AizkEvidenceCompressor(budget=BUDGET)
     chain = (
         AizkEvidenceRetriever(base_retriever=scoped, compressor=packer)
@@ -261,7 +265,9 @@ def test_the_store_is_asked_for_more_only_while_the_budget_has_room() -> None:
     for budget, most_calls in ((20, 1), (BUDGET, 3), (2000, 7)):
         search = Counting(store_of("qdrant"))
         retriever = AizkEvidenceRetriever(
-            base_retriever=AizkScopedRetriever(vectorstore=store_of("qdrant"), k=4, search=search),
+            base_retriever=AizkScopedRetriever(
+                vectorstore=store_of("qdrant"), search_kwargs={"k": 4}, search=search
+            ),
             compressor=AizkEvidenceCompressor(budget=budget),
         )
         [block] = retriever.invoke("garden budget", config=as_reader(reader))
@@ -275,7 +281,9 @@ def test_the_store_is_asked_for_more_only_while_the_budget_has_room() -> None:
 def test_once_items_have_been_kept_most_requests_cost_one_store_call() -> None:
     search = Counting(store_of("qdrant"))
     retriever = AizkEvidenceRetriever(
-        base_retriever=AizkScopedRetriever(vectorstore=store_of("qdrant"), k=4, search=search),
+        base_retriever=AizkScopedRetriever(
+            vectorstore=store_of("qdrant"), search_kwargs={"k": 4}, search=search
+        ),
         compressor=AizkEvidenceCompressor(budget=BUDGET),
     )
     calls, fetched, needed = [], 0, 0
@@ -296,7 +304,7 @@ def test_a_reader_whose_notes_are_rare_still_gets_a_full_budget(kind: str) -> No
     store = STORES[kind](documents, f"{kind}-with-rare")
     reader = ScopeDirectory.for_caller("rare-reader", {})
     retriever = AizkEvidenceRetriever(
-        base_retriever=AizkScopedRetriever(vectorstore=store, k=4),
+        base_retriever=AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 4}),
         compressor=AizkEvidenceCompressor(budget=BUDGET),
     )
     [block] = retriever.invoke("piano chess", config={"configurable": {"aizk_reader": reader}})
@@ -317,7 +325,7 @@ def test_with_no_reader_nothing_is_retrieved_and_a_warning_says_why(
 def test_the_compressors_own_reader_reaches_the_store_query() -> None:
     reader = READERS[5]
     packer = AizkEvidenceCompressor(budget=BUDGET, reader=directory_of(reader))
-    scoped = AizkScopedRetriever(vectorstore=store_of("in-memory"), k=4)
+    scoped = AizkScopedRetriever(vectorstore=store_of("in-memory"), search_kwargs={"k": 4})
     [block] = AizkEvidenceRetriever(base_retriever=scoped, compressor=packer).invoke("garden")
     assert block.metadata["aizk_counts"]["kept"] > 4
     assert leaked(block.page_content, reader) == set()
@@ -395,8 +403,8 @@ def test_any_other_store_plugs_in_its_own_filter_and_keeps_paging_and_the_exact_
         )
 
     reader = READERS[7]
-    scoped = AizkScopedRetriever(vectorstore=store, k=4, search=any_scope)
-    exact = AizkScopedRetriever(vectorstore=store, k=4)
+    scoped = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 4}, search=any_scope)
+    exact = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 4})
     for question in questions(5):
         got = scoped.invoke(question, config=as_reader(reader))
         assert texts(got) == texts(exact.invoke(question, config=as_reader(reader)))

@@ -37,7 +37,7 @@ from llama_index.vector_stores.postgres import PGVectorStore
 from sqlalchemy import Engine, create_engine, event
 
 from aizk_integrations import ScopeDirectory
-from aizk_integrations._postgres import PGVECTOR_TABLE, llama_index_table
+from aizk_integrations._stores.postgres import PGVECTOR_TABLE, llama_index_table
 from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
     AizkEvidenceRetriever,
@@ -158,7 +158,7 @@ def as_reader(reader: Reader) -> RunnableConfig:
 
 
 def langchain_retriever(store: PGVector, packed: bool) -> BaseRetriever:
-    scoped = AizkScopedRetriever(vectorstore=store, k=4)
+    scoped = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": 4})
     if not packed:
         return scoped
     return AizkEvidenceRetriever(
@@ -421,7 +421,7 @@ NO_FILTER = "(CAST(:reader_ids AS text) IS NOT NULL OR true)"
 @pytest.fixture
 def filter_removed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both retrievers' queries without the readable-row condition: only the policy is left."""
-    import aizk_integrations._postgres as postgres
+    import aizk_integrations._stores.postgres as postgres
     import aizk_integrations.llama_index._postgres as llama_index_postgres
 
     def no_filter(table: object, key: str, *, policy: bool, ids: int) -> str:

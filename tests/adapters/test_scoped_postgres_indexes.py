@@ -83,7 +83,9 @@ def best(database: Server, path: str, reader: ScopeDirectory, k: int) -> list[st
     config: RunnableConfig = {"configurable": {"aizk_reader": reader}}
     if path == "langchain":
         with app_pgvector(database, APP, "shared") as store:
-            found = AizkScopedRetriever(vectorstore=store, k=k).invoke(QUESTION, config)
+            found = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": k}).invoke(
+                QUESTION, config
+            )
             return [document.page_content for document in found]
     if path == "llama-index":
         vector_store = app_pgvectorstore(database, APP, "shared")
@@ -97,7 +99,7 @@ def best(database: Server, path: str, reader: ScopeDirectory, k: int) -> list[st
     async def run() -> list[str]:
         if path == "langchain async":
             async with app_async_pgvector(database, APP, "shared") as store:
-                retriever = AizkScopedRetriever(vectorstore=store, k=k)
+                retriever = AizkScopedRetriever(vectorstore=store, search_kwargs={"k": k})
                 found = await retriever.ainvoke(QUESTION, config)
                 return [document.page_content for document in found]
         vector_store = app_pgvectorstore(database, APP, "shared")

@@ -21,7 +21,7 @@ from aizk_integrations import (
     pack,
     pack_block,
 )
-from aizk_integrations._pricing import BudgetCovers
+from aizk_integrations._core.pricing import BudgetCovers
 from aizk_integrations._tokens import TokenCounter
 from tests.offline_tokenizers import bpe_counter, cl100k_counter
 

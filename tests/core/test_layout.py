@@ -28,9 +28,9 @@ from aizk_integrations import (
     Scope,
     ScopeDirectory,
 )
-from aizk_integrations._containment import TEXT_OFFSET, contain, might_reach_out
-from aizk_integrations._pricing import BudgetCovers
-from aizk_integrations._rendering import piece
+from aizk_integrations._core.pricing import BudgetCovers
+from aizk_integrations._core.rendering import piece
+from aizk_integrations._markdown.containment import TEXT_OFFSET, contain, might_reach_out
 from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.llama_index import AizkEvidencePostprocessor
 from tests.golden import is_scope_name

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from aizk_integrations._postgres import (
+from aizk_integrations._stores.postgres import (
     ITERATIVE_SCAN,
     PGVECTOR_TABLE,
     PREFER_VECTOR_INDEX,

@@ -1,6 +1,6 @@
 """The blocks the matrix renders: the hostile corpus through the package, and family probes.
 
-As `tests/core/test_hostile_text.py` does, every corpus string goes through the core as an
+As `tests/markdown/test_hostile_text.py` does, every corpus string goes through the core as an
 evidence text (three to a block, each with a `Resource` line), as a scope description and,
 where a `Scope` takes it, as a scope name. To keep the matrix fast, descriptions and names go
 `BATCH` to a block; a block that fails in some renderer is split into one block per string

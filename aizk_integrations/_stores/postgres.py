@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._scope_ids import Spellings, spellings
+from aizk_integrations._scopes.ids import Spellings, spellings
 
 READER_IDS_SETTING: Final = "aizk.reader_ids"
 """The transaction-local setting that carries the request's reader ids to the policy."""
@@ -397,3 +397,19 @@ def _key(key: str) -> str:
             f"not starting with a digit), not {quoted(key)}"
         )
     return f"'{key}'"
+
+
+NOT_SET_UP: Final = (
+    "this table was never set up for scoped retrieval (the database has no aizk_scope_keys "
+    "function): run the SQL postgres_setup(store, role=...) returns, once, as the table's "
+    "owner (docs/postgres.md), then retrieve again"
+)
+"""What a scoped query on a table `setup` never ran on is told, in place of the database's
+error about a missing function."""
+
+
+def never_set_up(error: BaseException) -> bool:
+    """Whether a database error is a scoped query on a table `setup` never ran on: Postgres's
+    undefined_function (SQLSTATE 42883) naming the scope keys function."""
+    cause = getattr(error, "orig", error)
+    return getattr(cause, "sqlstate", None) == "42883" and "aizk_scope_keys" in str(cause)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aizk_integrations._scope_ids import Spellings, spellings
+from aizk_integrations._scopes.ids import Spellings, spellings
 
 CHROMA_MOST_VALUES = 256
 """Spellings a Chroma `where` names at most: at 256 a query took 45 ms against 5 ms for one."""

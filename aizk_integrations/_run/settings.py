@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from aizk_integrations._core.pricing import BudgetCovers
 from aizk_integrations._defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
-from aizk_integrations._pricing import BudgetCovers
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations._text import check_encodable
 from aizk_integrations._tokens import TokenCounter, check_budget, check_chars_per_token
 

@@ -7,9 +7,9 @@ import logging
 from collections import Counter
 from typing import Any
 
-from aizk_integrations._paging import Fetched
-from aizk_integrations._reading import Withheld
-from aizk_integrations._run import Packing
+from aizk_integrations._run.paging import Fetched
+from aizk_integrations._run.reading import SEVERAL_IDS_IN_ONE, Withheld
+from aizk_integrations._run.run import Packing
 
 
 def report(
@@ -44,8 +44,8 @@ def report(
     if others and through_retrieval not in _SAID:
         _SAID.add(through_retrieval)
         logger.warning(
-            "aizk withheld %d %s of other readers (a scope outside the reader's directory), so "
-            "the prompt is right, but %s. Said once per process",
+            "aizk withheld %d %s of other readers (a scope outside the reader's scopes), so "
+            "the prompt is right; but %s. Said once per process",
             others,
             "item" if others == 1 else "items",
             through_retrieval,
@@ -108,7 +108,7 @@ def missing_message(packing: Packing[Any], per_request: str, scopes_key: str) ->
     if reasons[Withheld.NO_READER]:
         advice.append(
             f"{_items(reasons[Withheld.NO_READER], 'name')} scopes and the call has no "
-            f"reader: give the adapter a directory, {per_request}, or set "
+            f"reader: give the adapter a reader=, {per_request}, or set "
             "allow_scoped_without_reader=True where every caller may see everything"
         )
     elif packing.kept:
@@ -129,8 +129,7 @@ def missing_message(packing: Packing[Any], per_request: str, scopes_key: str) ->
             )
     elif not packing.kept and reasons[Withheld.NOT_PERMITTED]:
         advice.append(
-            f"{_items(reasons[Withheld.NOT_PERMITTED], 'name')} a scope outside the "
-            "reader's directory"
+            f"{_items(reasons[Withheld.NOT_PERMITTED], 'name')} a scope outside the reader's scopes"
         )
     if not advice:
         return None
@@ -150,10 +149,11 @@ def unscoped_message(packing: Packing[Any], scopes_key: str) -> str | None:
     if withheld:
         return (
             f"aizk withheld {_count(withheld)} with no scope under the metadata key "
-            f"{scopes_key!r}: an item is shown for its scopes, and public evidence names the "
-            "public scope (scope_metadata(PUBLIC)). If they had scopes, a store or a step such "
-            "as filter_complex_metadata dropped them: write them back as a list "
-            "(scope_metadata)"
+            f"{scopes_key!r}, since an item is shown for its scopes. If the corpus is public "
+            "as a whole (your own files, say), build the packer with allow_unscoped=True. If "
+            "it serves many readers, write each item's scopes when it is stored "
+            "(scope_metadata(owner), scope_metadata(PUBLIC) for public items); if they had "
+            "scopes, a store or a step such as filter_complex_metadata dropped them"
         )
     shown = sum(not step.evidence.scopes for step in packing.kept)
     scoped = any(held.reason is Withheld.NOT_PERMITTED for held in packing.withheld) or any(
@@ -184,14 +184,22 @@ def bad_records_message(packing: Packing[Any], scopes_key: str) -> str | None:
     if packed:
         said.append(
             f"{_items(packed, 'is')} an evidence block already: the retrieval packs twice (a "
-            "packer inside the retriever, or before this one); keep one packer, last "
-            "(check_packer_last reads a LangChain retrieval for it)"
+            "packer inside the retriever, or before this one); keep one packer, last"
         )
-    unreadable = sum(held.reason is Withheld.UNREADABLE for held in packing.withheld)
-    if unreadable:
+    unreadable = [held for held in packing.withheld if held.reason is Withheld.UNREADABLE]
+    several = sum(held.problem == SEVERAL_IDS_IN_ONE for held in unreadable)
+    if several:
         said.append(
-            f"{_items(unreadable, 'hold')} scopes under {scopes_key!r} that cannot be read as "
-            "scope ids, withheld from every reader (write scopes with scope_metadata)"
+            f"{_items(several, 'hold')} under {scopes_key!r} several scope ids in one string "
+            "(such as 'sam,org-team'), which no reader's scopes match, so they are withheld "
+            "from every reader: store the ids as a list, as scope_metadata(['sam', "
+            "'org-team']) writes them"
+        )
+    if len(unreadable) > several:
+        said.append(
+            f"{_items(len(unreadable) - several, 'hold')} scopes under {scopes_key!r} that "
+            "cannot be read as scope ids, withheld from every reader (write scopes with "
+            "scope_metadata)"
         )
     return "aizk withheld what it could not show: " + "; ".join(said) if said else None
 

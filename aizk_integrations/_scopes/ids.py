@@ -76,12 +76,17 @@ def scope_id(value: object) -> str:
                 f"scope id {quoted(value)} holds a line break (U+{ord(found):04X}); an id is "
                 "one line: store several ids as a list (aizk_integrations.scope_metadata)"
             )
-        raise ValueError(
+        raise SeveralIdsInOneError(
             f"scope id {quoted(value)} looks like several ids encoded in one string; store the "
             "ids as a list (aizk_integrations.scope_metadata writes them in a form every "
             "supported store keeps)"
         )
     return value
+
+
+class SeveralIdsInOneError(ValueError):
+    """A scope id that is a list written into one string (`"sam,org-team"`): said apart from
+    other unreadable scopes, since its fix is known (store a list)."""
 
 
 _REFUSED = re.compile(rf"[{LINE_BREAKS},;|]|^\s*[\[({{]").search

@@ -10,9 +10,9 @@ from __future__ import annotations
 from math import ceil
 from typing import Literal, Protocol
 
-from aizk_integrations._evidence import Evidence
-from aizk_integrations._rendering import header_order, piece, render, take_in
-from aizk_integrations._scopes import Scope
+from aizk_integrations._core.evidence import Evidence
+from aizk_integrations._core.rendering import header_order, piece, render, take_in
+from aizk_integrations._scopes.directory import Scope
 from aizk_integrations._tokens import CharsPerToken, TokenCounter, count_tokens
 
 BudgetCovers = Literal["lines", "block"]

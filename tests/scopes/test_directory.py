@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aizk_integrations import PUBLIC, Scope, ScopeDirectory, scope_metadata
-from aizk_integrations._scope_ids import spellings, stored_int
+from aizk_integrations._scopes.ids import spellings, stored_int
 
 ORGS = {"org-a": Scope(name="alpha", description="A"), "org-b": Scope(name="beta")}
 

@@ -9,8 +9,8 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._scope_ids import PUBLIC, scope_id, scopes_within
-from aizk_integrations._scope_names import PRIVATE, PUBLIC_NAME, check_scope_name
+from aizk_integrations._scopes.ids import PUBLIC, scope_id, scopes_within
+from aizk_integrations._scopes.names import PRIVATE, PUBLIC_NAME, check_scope_name
 from aizk_integrations._text import check_encodable
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from aizk_integrations._confusables import skeleton
-from aizk_integrations._unicode_data import small_capitals, soft_dotted
+from aizk_integrations._scopes.confusables import skeleton
+from aizk_integrations._scopes.unicode_data import small_capitals, soft_dotted
 
 _DOT_ABOVE = "\u0307"
 _ABOVE = 230

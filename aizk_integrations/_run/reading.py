@@ -18,12 +18,12 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from aizk_integrations._core.evidence import Evidence
+from aizk_integrations._core.lanes import PROVENANCE_OF_LANE, Lane
+from aizk_integrations._core.packing import Found
 from aizk_integrations._errors import ItemError, quoted
-from aizk_integrations._evidence import Evidence
-from aizk_integrations._lanes import PROVENANCE_OF_LANE, Lane
-from aizk_integrations._packing import Found
-from aizk_integrations._scope_ids import PUBLIC, scope_ids
-from aizk_integrations._scopes import Scope, ScopeDirectory
+from aizk_integrations._scopes.directory import Scope, ScopeDirectory
+from aizk_integrations._scopes.ids import PUBLIC, SeveralIdsInOneError, scope_ids
 from aizk_integrations._text import without_surrogates
 from aizk_integrations._uuids import canonical_uuid, resource_uri, uuid_text
 
@@ -75,9 +75,15 @@ BLOCK_KEY = "aizk_recall"
 """Metadata key of the one item a packer hands on, in both adapters: the block's public JSON."""
 
 
+SEVERAL_IDS_IN_ONE = "holds several scope ids in one string, such as 'sam,org-team'"
+"""What is wrong with scopes written as a list encoded in one string: said of no item in
+particular, since whose item it is cannot be told."""
+
+
 class Held(NamedTuple):
     """An item withheld before the walk: where it stood, why, and, for a malformed item the
-    reader may read, what is wrong with it (never anything of an item the reader may not)."""
+    reader may read, what is wrong with it (never anything of an item the reader may not; of
+    an unreadable one, only `SEVERAL_IDS_IN_ONE`, which quotes nothing of it)."""
 
     position: int
     reason: Withheld
@@ -146,9 +152,11 @@ def read(
             continue
         try:
             ids = _scope_ids(metadata.get(keys.scopes))
-        except (TypeError, ValueError):
-            _unreadable(access, position, f"metadata {keys.scopes!r} cannot be read as scope ids")
-            withheld.append(Held(position, Withheld.UNREADABLE))
+        except (TypeError, ValueError) as error:
+            several = isinstance(error, SeveralIdsInOneError)
+            problem = SEVERAL_IDS_IN_ONE if several else "cannot be read as scope ids"
+            _unreadable(access, position, f"metadata {keys.scopes!r} {problem}")
+            withheld.append(Held(position, Withheld.UNREADABLE, problem if several else None))
             continue
         if ids not in decided:
             decided[ids] = access.decide(ids)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aizk_integrations._paging import (
+from aizk_integrations._run.paging import (
     Fetched,
     PageSize,
     _PageNotFetchedError,

@@ -10,13 +10,13 @@ from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import NamedTuple
 
-from aizk_integrations._candidate import Candidate, candidate_evidence
+from aizk_integrations._core.candidate import Candidate, candidate_evidence
+from aizk_integrations._core.evidence import Evidence
+from aizk_integrations._core.lanes import Lane
+from aizk_integrations._core.pricing import BlockPricing, LinesPricing, Pricing
+from aizk_integrations._core.result import RecallResult
 from aizk_integrations._errors import naming_items
-from aizk_integrations._evidence import Evidence
-from aizk_integrations._lanes import Lane
-from aizk_integrations._pricing import BlockPricing, LinesPricing, Pricing
-from aizk_integrations._result import RecallResult
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations._tokens import SEED_COUNTER, TokenCounter, check_budget
 
 

@@ -26,11 +26,11 @@ import unicodedata
 from functools import cache
 from itertools import product
 
-from aizk_integrations._confusables import default_ignorable, skeleton
 from aizk_integrations._errors import quoted
-from aizk_integrations._joiners import TAGS, ZWJ, ZWNJ, placed
-from aizk_integrations._looks import looks
-from aizk_integrations._unicode_data import (
+from aizk_integrations._scopes.confusables import default_ignorable, skeleton
+from aizk_integrations._scopes.joiners import TAGS, ZWJ, ZWNJ, placed
+from aizk_integrations._scopes.looks import looks
+from aizk_integrations._scopes.unicode_data import (
     COMMON_SCRIPTS,
     resolved_scripts,
     script_names,

@@ -11,15 +11,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from aizk_integrations._core.evidence import Evidence
+from aizk_integrations._core.packing import Step, cut, cut_table
+from aizk_integrations._core.pricing import pricing_for
+from aizk_integrations._core.result import RecallResult
 from aizk_integrations._errors import naming_items
-from aizk_integrations._evidence import Evidence
-from aizk_integrations._packing import Step, cut, cut_table
-from aizk_integrations._paging import Fetched
-from aizk_integrations._pricing import pricing_for
-from aizk_integrations._reading import Access, Held, MetadataKeys, Source, Withheld, read
-from aizk_integrations._result import RecallResult
-from aizk_integrations._scopes import ScopeDirectory
-from aizk_integrations._settings import PackingSettings
+from aizk_integrations._run.paging import Fetched
+from aizk_integrations._run.reading import Access, Held, MetadataKeys, Source, Withheld, read
+from aizk_integrations._run.settings import PackingSettings
+from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations._tokens import CharsPerToken, TokenCounter
 
 Item = TypeVar("Item")

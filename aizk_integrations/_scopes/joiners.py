@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from aizk_integrations._unicode_data import (
+from aizk_integrations._scopes.unicode_data import (
     emoji_sequences,
     joining_type,
     resolved_scripts,

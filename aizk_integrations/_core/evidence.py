@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
-from aizk_integrations._lanes import Provenance
-from aizk_integrations._scopes import Scope
+from aizk_integrations._core.lanes import Provenance
+from aizk_integrations._scopes.directory import Scope
 from aizk_integrations._text import check_encodable
 from aizk_integrations._uuids import RESOURCE_URI_PATTERN
 

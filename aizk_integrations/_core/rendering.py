@@ -30,11 +30,11 @@ from functools import lru_cache
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from aizk_integrations._containment import contain, inert, might_reach_out
-from aizk_integrations._evidence import Evidence
-from aizk_integrations._lanes import Provenance
-from aizk_integrations._scope_names import INTERSECTION, PRIVATE
-from aizk_integrations._scopes import Scope, scope_order
+from aizk_integrations._core.evidence import Evidence
+from aizk_integrations._core.lanes import Provenance
+from aizk_integrations._markdown.containment import contain, inert, might_reach_out
+from aizk_integrations._scopes.directory import Scope, scope_order
+from aizk_integrations._scopes.names import INTERSECTION, PRIVATE
 
 INDENT = "    "
 _BACKTICK_RUN = re.compile(r"`+")

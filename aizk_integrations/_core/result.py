@@ -6,11 +6,11 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
-from aizk_integrations._candidate import Candidate, candidate_evidence
-from aizk_integrations._evidence import Evidence
-from aizk_integrations._rendering import render, shared_scopes
-from aizk_integrations._scope_names import PRIVATE
-from aizk_integrations._scopes import Scope, ScopeDirectory
+from aizk_integrations._core.candidate import Candidate, candidate_evidence
+from aizk_integrations._core.evidence import Evidence
+from aizk_integrations._core.rendering import render, shared_scopes
+from aizk_integrations._scopes.directory import Scope, ScopeDirectory
+from aizk_integrations._scopes.names import PRIVATE
 
 
 class RecallResult(BaseModel):

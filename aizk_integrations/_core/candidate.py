@@ -8,10 +8,10 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from aizk_integrations._evidence import Evidence
-from aizk_integrations._lanes import PROVENANCE_OF_LANE, Lane, LaneName
-from aizk_integrations._scope_ids import scope_ids
-from aizk_integrations._scopes import ScopeDirectory
+from aizk_integrations._core.evidence import Evidence
+from aizk_integrations._core.lanes import PROVENANCE_OF_LANE, Lane, LaneName
+from aizk_integrations._scopes.directory import ScopeDirectory
+from aizk_integrations._scopes.ids import scope_ids
 from aizk_integrations._text import check_encodable
 from aizk_integrations._tokens import SEED_COUNTER
 from aizk_integrations._uuids import canonical_uuid, resource_uri
