@@ -52,7 +52,7 @@ def langchain_chain() -> Runnable[str, str]:
         ]
     )
     packer = AizkEvidenceCompressor(budget=BUDGET)
-    retriever = LangChainScopedRetriever(vectorstore=store, k=12)
+    retriever = LangChainScopedRetriever(vectorstore=store, search_kwargs={"k": 12})
     llm = FakeListLLM(responses=["(the model's answer)"])
     chain = {"context": retriever | packer.as_runnable(), "question": RunnablePassthrough()}
     return (chain | RunnablePassthrough.assign(answer=PROMPT | llm)).pick("context")
