@@ -45,9 +45,7 @@ RECIPES = [
     (DOCS / "agents.md", "LlamaIndex: `AizkMemoryBlock`", *TWINE),
     (DOCS / "recipes.md", "LangChain: an LCEL chain", *TWINE),
     (DOCS / "recipes.md", "LangChain: retrieval chains", *TWINE),
-    (DOCS / "recipes.md", "LangChain: the reader from the server's identity", *TWINE),
     (DOCS / "recipes.md", "LlamaIndex: `for_reader`", *TWINE),
-    (DOCS / "recipes.md", "A FastAPI dependency", *TWINE),
 ]
 """Every recipe that serves Sam and Ana from one store: page, section, a private note of Sam's
 and one of Ana's (or a part of each that no other note has)."""
