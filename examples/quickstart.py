@@ -5,8 +5,9 @@ Run it from the repository root with `python examples/quickstart.py` after
 embeddings are the frameworks' own fakes, and the LLMs are their fake and mock models.
 
 For each reader it prints the block a LangChain chain puts into `{context}` and the block a
-LlamaIndex query engine hands its LLM, followed by the packer's cut table (the debugging view of
-what was kept and why the rest was not; it names lanes, so it goes to logs, never to prompts).
+LlamaIndex query engine hands its LLM, each followed by what the package logged at DEBUG while
+making it: the scoped retrieval's summary (store calls, items fetched) and the cut table (what
+was kept and why the rest was not; it names lanes, so it goes to logs, never to prompts).
 In both, `AizkScopedRetriever` asks the shared store only for the reader's notes, so no other
 reader's text travels through the frameworks' logs, events or traces either.
 """
@@ -14,7 +15,6 @@ reader's text travels through the frameworks' logs, events or traces either.
 from __future__ import annotations
 
 import logging
-import sys
 
 from corpus import READERS, load_notes, reader_directory
 from langchain_core.documents import Document
@@ -52,7 +52,7 @@ def langchain_chain() -> Runnable[str, str]:
         ]
     )
     packer = AizkEvidenceCompressor(budget=BUDGET)
-    retriever = LangChainScopedRetriever(vectorstore=store, k=12)
+    retriever = LangChainScopedRetriever(vectorstore=store, search_kwargs={"k": 12})
     llm = FakeListLLM(responses=["(the model's answer)"])
     chain = {"context": retriever | packer.as_runnable(), "question": RunnablePassthrough()}
     return (chain | RunnablePassthrough.assign(answer=PROMPT | llm)).pick("context")
@@ -72,16 +72,34 @@ def llama_index_engine(reader: str) -> BaseQueryEngine:
     )
 
 
+class Logged(logging.Handler):
+    """Keeps the package's DEBUG lines, to print after the block they explain."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"\n[logged at DEBUG by {record.name}]\n{record.getMessage()}")
+
+    def flush_to_stdout(self) -> None:
+        print("\n".join(self.lines))
+        self.lines.clear()
+
+
 def main() -> None:
-    logging.basicConfig(stream=sys.stdout, format="\n[cut table from %(name)s]\n%(message)s")
+    logged = Logged()
+    logging.getLogger("aizk_integrations").addHandler(logged)
     logging.getLogger("aizk_integrations").setLevel(logging.DEBUG)
     for reader in READERS:
         print(f"\n######## {reader}: LangChain chain, budget {BUDGET} ########\n")
         config: RunnableConfig = {"configurable": {"aizk_reader": reader_directory(reader)}}
         print(langchain_chain().invoke(QUESTION, config=config))
+        logged.flush_to_stdout()  # the cut table: what was kept, and why the rest was not
         print(f"\n######## {reader}: LlamaIndex query engine, budget {BUDGET} ########\n")
         response = llama_index_engine(reader).query(QUESTION)
         print(response.source_nodes[0].node.get_content() if response.source_nodes else "")
+        logged.flush_to_stdout()  # the retrieval summary, then the cut table
 
 
 if __name__ == "__main__":

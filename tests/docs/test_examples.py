@@ -48,7 +48,9 @@ def test_the_quickstart_shows_both_frameworks_each_reader_only_their_scopes() ->
     ]:
         assert part.startswith(f"{framework}, budget 160")
         assert part.count(BOUNDARY) == 1
-        assert "\n[cut table from aizk_integrations." in part  # what it promises, from DEBUG
+        block, logged = part.split("\n[logged at DEBUG by aizk_integrations.", 1)
+        assert block.count(BOUNDARY) == 1  # the block first, then what was logged making it
+        assert "aizk evidence cut:" in logged
         other_readers_scope = "garden-share" if reader == "sam" else "retrieval-team"
         assert other_readers_scope not in scope_names(part)
     assert "retrieval-team" in scope_names(sam_langchain) & scope_names(sam_llama)

@@ -6,7 +6,16 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.docs.pages import DOCS, README, ROOT, blocks, links, printed_by, section_blocks
+from tests.docs.pages import (
+    DOCS,
+    PENDING,
+    README,
+    ROOT,
+    blocks,
+    links,
+    printed_by,
+    section_blocks,
+)
 from tests.golden import GOLDEN
 
 QUICKSTART = (
@@ -40,8 +49,8 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     assert 'bash -euo pipefail -c "$test_command"' in ci
 
 
-def test_the_readme_stays_a_front_page_of_about_150_lines() -> None:
-    assert len(README.read_text(encoding="utf-8").splitlines()) <= 170
+def test_the_readme_stays_a_front_page_of_at_most_200_lines() -> None:
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 200
 
 
 def test_the_block_shown_in_the_readme_is_the_golden_block() -> None:
@@ -51,7 +60,10 @@ def test_the_block_shown_in_the_readme_is_the_golden_block() -> None:
 
 def test_the_readme_links_every_docs_page() -> None:
     linked = {target for target in links(README) if target.startswith("docs/")}
-    assert linked == {f"docs/{page.name}" for page in DOCS.glob("*.md")}
+    assert linked >= {f"docs/{page.name}" for page in DOCS.glob("*.md")}
+    assert linked - {f"docs/{page.name}" for page in DOCS.glob("*.md")} <= {
+        f"docs/{page}" for page in PENDING
+    }
 
 
 def test_the_readme_shows_one_python_snippet_per_framework_and_one_without() -> None:

@@ -43,14 +43,9 @@ RECIPES = [
     (DOCS / "llama_index.md", "Chat engines", "on the second Thursday.", "gate code is 4417."),
     (DOCS / "agents.md", "LangChain: `AizkMemoryMiddleware`", *TWINE),
     (DOCS / "agents.md", "LlamaIndex: `AizkMemoryBlock`", *TWINE),
-    (DOCS / "multi-tenant.md", "An LCEL chain", *TWINE),
-    (DOCS / "multi-tenant.md", "`create_retrieval_chain`", *TWINE),
-    (DOCS / "multi-tenant.md", "A retriever tool", *TWINE),
-    (DOCS / "multi-tenant.md", "The reader bound", *TWINE),
-    (DOCS / "multi-tenant.md", "Query and chat engines", *TWINE),
-    (DOCS / "multi-tenant.md", "Async tasks and threads", *TWINE),
-    (DOCS / "multi-tenant.md", "An agent", *TWINE),
-    (DOCS / "multi-tenant.md", "A FastAPI dependency", *TWINE),
+    (DOCS / "recipes.md", "LangChain: an LCEL chain", *TWINE),
+    (DOCS / "recipes.md", "LangChain: retrieval chains", *TWINE),
+    (DOCS / "recipes.md", "LlamaIndex: `for_reader`", *TWINE),
 ]
 """Every recipe that serves Sam and Ana from one store: page, section, a private note of Sam's
 and one of Ana's (or a part of each that no other note has)."""

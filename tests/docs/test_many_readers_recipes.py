@@ -1,25 +1,41 @@
-"""The multi-tenant page's recipes show each reader only their own evidence, and a request with
-no reader nothing scoped."""
+"""The recipes for many readers from one app show each reader only their own evidence, and a
+request with no reader nothing scoped."""
 
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import pytest
+from markdown_it import MarkdownIt
 
 from tests.docs.pages import DOCS, Block, blocks, printed_by
 
-PAGE = DOCS / "multi-tenant.md"
+PAGE = DOCS / "recipes.md"
+HEADING = "Many readers from one app"
 NOTES = {"sam": "Sam is testing the reranker.", "ana": "Ana is buying twine."}
 SECTION = re.compile(r"^--- (\w+)\b.*---$", re.MULTILINE)
 """A recipe prints `--- reader[, how] ---` before what that reader's request showed."""
-NOT_RECIPES = ("The config keys", "What else holds")
+
+
+def _section_lines() -> range:
+    """The page's lines from the section's heading to the next heading of its level."""
+    tokens = MarkdownIt("commonmark").parse(PAGE.read_text(encoding="utf-8"))
+    h2 = [
+        (tokens[n + 1].content, token.map[0] + 1)
+        for n, token in enumerate(tokens)
+        if token.type == "heading_open" and token.tag == "h2" and token.map is not None
+    ]
+    [(start, end)] = [
+        (line, following[1]) for (name, line), following in pairwise(h2) if name == HEADING
+    ]
+    return range(start, end)
+
 
 RECIPES = [
-    block
-    for block in blocks(PAGE)
-    if block.language == "python" and block.section not in NOT_RECIPES
+    block for block in blocks(PAGE) if block.language == "python" and block.line in _section_lines()
 ]
+"""The python blocks of the section and its subsections."""
 
 
 def sections(output: str) -> list[tuple[str, str]]:
