@@ -31,8 +31,6 @@ PUBLIC_MODULES = (
     "aizk_integrations.mcp",
 )
 """The modules a user imports from; every other module of the package is private."""
-PENDING = frozenset({"mcp.md"})
-"""Pages another change writes: linked already, checked once they exist (the MCP page)."""
 OUTPUT_INTRO = "It prints:"
 """The sentence that puts a snippet's exact output in the ```text block after it."""
 LOG_INTRO = "and logs:"

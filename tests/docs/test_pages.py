@@ -13,7 +13,6 @@ import pytest
 
 from tests.docs.pages import (
     DOCS,
-    PENDING,
     PUBLIC_MODULES,
     ROOT,
     Block,
@@ -78,8 +77,6 @@ def test_every_link_between_the_pages_leads_to_a_file_and_heading_that_exist(pag
             continue  # an absolute URL: not ours to check offline
         path, _, anchor = target.partition("#")
         linked = (page.parent / path).resolve() if path else page
-        if linked.name in PENDING and not linked.exists():
-            continue
         assert linked.exists(), f"{page}: {target}"
         if anchor:
             assert anchor in anchors(linked), f"{page}: {target}"

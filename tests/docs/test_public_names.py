@@ -65,7 +65,10 @@ def test_what_users_copy_imports_only_public_names(where: str, code: str) -> Non
 
 
 def test_the_check_catches_a_private_import() -> None:
-    code = "from aizk_integrations._run.settings import PackingSettings\nimport aizk_integrations._rows"
+    code = (
+        "from aizk_integrations._run.settings import PackingSettings\n"
+        "import aizk_integrations._rows"
+    )
     assert list(private_uses(code)) == [
         "from aizk_integrations._run.settings import ...",
         "import aizk_integrations._rows",
