@@ -2,7 +2,7 @@
 
 `python3 .ci/lowest_pins.py test` prints one `name==X` a line: the project's dependencies and
 those of each extra named (and of the extras they name in turn), each `name>=X` turned into
-`name==X`. `.ci/lowest` installs them, so the lowest-versions job
+`name==X` (a ceiling beside the floor, `name>=X,<Y`, changes nothing). `.ci/lowest` installs them, so the lowest-versions job
 tests exactly the floors pyproject.toml declares and cannot drift from them. A requirement
 with any other specifier has no single lowest version to test, so it is refused.
 """
@@ -14,7 +14,8 @@ from pathlib import Path
 
 PROJECT = "aizk-integrations"
 FLOOR = re.compile(
-    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?)\s*>=\s*(?P<version>[^\s,;]+)$"
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?)\s*>=\s*(?P<version>[^\s,;]+)"
+    r"(\s*,\s*<\s*[^\s,;]+)?$"  # a ceiling, as mcp's <2, leaves the floor the lowest version
 )
 SELF = re.compile(rf"^{PROJECT}\[(?P<extras>[^\]]*)\]$")
 
