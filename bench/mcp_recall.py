@@ -31,7 +31,6 @@ import asyncio
 import json
 import logging
 import random
-import socket
 import statistics
 import threading
 import time
@@ -42,7 +41,6 @@ from typing import Any
 
 import httpx
 import jwt
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 from langchain_core.documents import Document
@@ -53,7 +51,6 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.fastmcp import FastMCP
 from pydantic import AnyHttpUrl
-from starlette.types import ASGIApp
 
 from aizk_integrations import Candidate, RecallResult, ScopeDirectory, pack, scope_metadata
 from aizk_integrations.langchain import (
@@ -62,6 +59,7 @@ from aizk_integrations.langchain import (
     AizkScopedRetriever,
 )
 from aizk_integrations.mcp import JWTReaderVerifier, recall_server
+from tests.serving import free_port, serving
 
 ISSUER = "http://127.0.0.1:1/oidc"
 BUDGET = 2048
@@ -113,28 +111,6 @@ def hand_written(store: InMemoryVectorStore, verifier: JWTReaderVerifier, need: 
         return RecallResult.from_candidates(pack(ranked, budget), reader).to_markdown()
 
     return server
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@contextmanager
-def served(app: ASGIApp, port: int) -> Iterator[None]:
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
-    running = uvicorn.Server(config)
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    while not running.started:
-        time.sleep(0.02)
-    try:
-        yield
-    finally:
-        running.should_exit = True
-        thread.join(timeout=10)
 
 
 @contextmanager
@@ -235,11 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("hand-written MCP tool", lambda v: hand_written(store, v, need)),
         ]
         for name, build in builds:
-            port = _port()
+            port = free_port()
             audience = f"http://127.0.0.1:{port}/mcp"
             verifier = JWTReaderVerifier(issuer=ISSUER, audience=audience, jwks_url=jwks_url)
             tokens = {user: token(key, audience, user) for user in READERS}
-            with served(build(verifier).streamable_http_app(), port):
+            with serving(build(verifier).streamable_http_app(), port):
                 rows.append((name, timed(requests, tool_call(audience, tokens))))
     times = dict(rows)
     print(f"{requests} requests each, budget {BUDGET}, {len(store.store)} notes, 20 readers")

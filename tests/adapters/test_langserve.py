@@ -27,8 +27,8 @@ from aizk_integrations.langchain import (
     AizkEvidenceRetriever,
     AizkScopedRetriever,
 )
-from tests.adapters.serving import serving
 from tests.scoped_corpus import READERS, directory_of, hash_vector, notes, questions
+from tests.serving import serving
 
 NOTES = notes(400)
 pytestmark = pytest.mark.filterwarnings("ignore:astream_log is deprecated")  # LangServe serves it

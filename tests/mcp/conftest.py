@@ -11,8 +11,8 @@ from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRe
 from aizk_integrations.mcp import JWTReaderVerifier, recall_server
 from tests.mcp.corpus import ORGANIZATIONS, langchain_store
 from tests.mcp.http import Served
-from tests.mcp.serving import free_port, serving
 from tests.mcp.tokens import ISSUER, KEY, jwks_served
+from tests.serving import free_port, serving
 
 
 @pytest.fixture(scope="module")

@@ -33,8 +33,8 @@ from tests.mcp.corpus import (
     uri,
 )
 from tests.mcp.http import ACCEPT, INITIALIZE, Served, session_at
-from tests.mcp.serving import free_port, serving
 from tests.mcp.tokens import ISSUER, KEY, STRANGER, claims, signed
+from tests.serving import free_port, serving
 
 
 def _b64(data: bytes) -> str:

@@ -17,8 +17,8 @@ import pytest
 from tests.docs.pages import ROOT
 from tests.mcp.corpus import ANA_MARKER, SAM_MARKER
 from tests.mcp.http import ACCEPT
-from tests.mcp.serving import free_port
 from tests.mcp.tokens import KEY, claims, jwks_served, signed
+from tests.serving import free_port
 
 CALLS = 1000
 AT_ONCE = 50

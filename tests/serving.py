@@ -1,4 +1,5 @@
-"""An ASGI app on uvicorn, on a free port of 127.0.0.1, in a thread of the test process."""
+"""An ASGI app on uvicorn, on a port of 127.0.0.1, in a thread: how the served tests and the
+MCP bench reach an app over HTTP."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from starlette.types import ASGIApp
 
 
 def free_port() -> int:
+    """A port of 127.0.0.1 nothing listens on now, for an app whose URL must be known first."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -20,9 +22,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(app: ASGIApp, port: int) -> Iterator[None]:
-    """`app` served on `port` while inside."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
+def serving(app: ASGIApp, port: int | None = None) -> Iterator[str]:
+    """`app` on `port` (a free one by default) while inside: its base URL."""
+    port = free_port() if port is None else port
+    # Keep-alive outlasts the tests: a pooled connection idle past uvicorn's default 5 s (a load
+    # test on a busy machine) is closed by the server just as the client reuses it, a ReadError.
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="error", timeout_keep_alive=120
+    )
     running = uvicorn.Server(config)
     thread = threading.Thread(target=running.run, daemon=True)
     thread.start()
@@ -32,7 +39,7 @@ def serving(app: ASGIApp, port: int) -> Iterator[None]:
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.02)
     try:
-        yield
+        yield f"http://127.0.0.1:{port}"
     finally:
         running.should_exit = True
         thread.join(timeout=10)
