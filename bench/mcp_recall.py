@@ -59,7 +59,7 @@ from aizk_integrations.langchain import (
     AizkScopedRetriever,
 )
 from aizk_integrations.mcp import JWTReaderVerifier, recall_server
-from tests.serving import free_port, serving
+from tests.serving import listening, port_of, serving
 
 ISSUER = "http://127.0.0.1:1/oidc"
 BUDGET = 2048
@@ -211,12 +211,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("hand-written MCP tool", lambda v: hand_written(store, v, need)),
         ]
         for name, build in builds:
-            port = free_port()
-            audience = f"http://127.0.0.1:{port}/mcp"
-            verifier = JWTReaderVerifier(issuer=ISSUER, audience=audience, jwks_url=jwks_url)
-            tokens = {user: token(key, audience, user) for user in READERS}
-            with serving(build(verifier).streamable_http_app(), port):
-                rows.append((name, timed(requests, tool_call(audience, tokens))))
+            with listening() as sock:
+                audience = f"http://127.0.0.1:{port_of(sock)}/mcp"
+                verifier = JWTReaderVerifier(issuer=ISSUER, audience=audience, jwks_url=jwks_url)
+                tokens = {user: token(key, audience, user) for user in READERS}
+                with serving(build(verifier).streamable_http_app(), sock):
+                    rows.append((name, timed(requests, tool_call(audience, tokens))))
     times = dict(rows)
     print(f"{requests} requests each, budget {BUDGET}, {len(store.store)} notes, 20 readers")
     print(f"{'way':<24}{'median ms':>10}")

@@ -1,5 +1,9 @@
 """An ASGI app on uvicorn, on a port of 127.0.0.1, in a thread: how the served tests and the
-MCP bench reach an app over HTTP."""
+MCP bench reach an app over HTTP.
+
+The port is bound before the app is built and handed to uvicorn as a socket, so no other
+process (a test running beside this one) can take it between choosing it and serving on it.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from starlette.types import ASGIApp
 
 
 def free_port() -> int:
-    """A port of 127.0.0.1 nothing listens on now, for an app whose URL must be known first."""
+    """A port nothing listens on now, for a server another process binds (uvicorn's workers)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -22,24 +26,44 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(app: ASGIApp, port: int | None = None) -> Iterator[str]:
-    """`app` on `port` (a free one by default) while inside: its base URL."""
-    port = free_port() if port is None else port
-    # Keep-alive outlasts the tests: a pooled connection idle past uvicorn's default 5 s (a load
-    # test on a busy machine) is closed by the server just as the client reuses it, a ReadError.
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="error", timeout_keep_alive=120
-    )
-    running = uvicorn.Server(config)
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not running.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
+def listening() -> Iterator[socket.socket]:
+    """A socket bound to a port of 127.0.0.1 while inside: its port is this process's alone."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield sock
     finally:
-        running.should_exit = True
-        thread.join(timeout=10)
+        sock.close()
+
+
+def port_of(sock: socket.socket) -> int:
+    port: int = sock.getsockname()[1]
+    return port
+
+
+@contextmanager
+def serving(app: ASGIApp, sock: socket.socket | None = None) -> Iterator[str]:
+    """`app` served on `sock` (a socket of its own by default) while inside: its base URL."""
+    with listening() if sock is None else _kept(sock) as bound:
+        # Keep-alive outlasts the tests: a pooled connection idle past uvicorn's default 5 s (a
+        # load test on a busy machine) is closed by the server just as the client reuses it.
+        config = uvicorn.Config(app, log_level="error", timeout_keep_alive=120)
+        running = uvicorn.Server(config)
+        thread = threading.Thread(target=running.run, kwargs={"sockets": [bound]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not running.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{port_of(bound)}"
+        finally:
+            running.should_exit = True
+            thread.join(timeout=10)
+
+
+@contextmanager
+def _kept(sock: socket.socket) -> Iterator[socket.socket]:
+    yield sock

@@ -61,7 +61,6 @@ from aizk_integrations.llama_index import (
     AizkScopedRetriever,
 )
 from tests.adapters.word_embedding import WordEmbedding, word_vector
-from tests.docs.pages import DOCS, section_blocks
 from tests.scoped_corpus import READERS, directory_of, notes, questions, readable_by
 from tests.serving import serving
 
@@ -473,28 +472,3 @@ async def nobody_everywhere(server: str, served: Served) -> None:
                 assert not shown(response.text)
                 assert BOUNDARY not in response.text
     raise AssertionError("the requests with no reader never reached every pool thread")
-
-
-def test_the_docs_fastapi_recipe_serves_each_reader_only_their_own_evidence() -> None:
-    [recipe] = section_blocks(DOCS / "multi-tenant.md", "A FastAPI dependency", "python")
-    namespace: dict[str, Any] = {"__name__": "recipe"}  # the app, without the page's own run
-    exec(compile(recipe.code, recipe.name, "exec"), namespace)
-    own = {"sam": "Sam is testing the reranker.", "ana": "Ana is buying twine."}
-
-    async def ask(client: httpx.AsyncClient, user: str) -> None:
-        response = await client.get(
-            "/evidence", params={"q": "What is on?"}, headers={"x-user": user}
-        )
-        assert response.status_code == 200, response.text
-        for owner, note in own.items():
-            assert (note in response.json()) == (owner == user)
-
-    async def everyone(url: str) -> None:
-        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-            await asyncio.gather(*(ask(client, user) for user in ["sam", "ana"] * 50))
-            anonymous = await client.get("/evidence", params={"q": "What is on?"})
-            assert anonymous.status_code == 422  # no identity, no engine
-            assert not any(note in anonymous.text for note in own.values())
-
-    with serving(namespace["app"]) as url:
-        asyncio.run(everyone(url))

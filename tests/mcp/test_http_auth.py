@@ -34,7 +34,7 @@ from tests.mcp.corpus import (
 )
 from tests.mcp.http import ACCEPT, INITIALIZE, Served, session_at
 from tests.mcp.tokens import ISSUER, KEY, STRANGER, claims, signed
-from tests.serving import free_port, serving
+from tests.serving import serving
 
 
 def _b64(data: bytes) -> str:
@@ -181,14 +181,13 @@ def test_a_revision_over_http_is_read_only_by_a_reader_of_every_item(served: Ser
 def test_a_server_built_for_one_local_reader_answers_no_one_over_http() -> None:
     retriever = LangChainScopedRetriever(vectorstore=langchain_store())
     server = recall_server(retriever, AizkEvidenceCompressor(), reader=reader("sam"))
-    port = free_port()
 
-    async def scenario() -> Any:
-        async with session_at(f"http://127.0.0.1:{port}/mcp", None) as session:
+    async def scenario(url: str) -> Any:
+        async with session_at(f"{url}/mcp", None) as session:
             return await session.call_tool("recall", {"query": "notes"})
 
-    with serving(server.streamable_http_app(), port):
-        result = asyncio.run(scenario())
+    with serving(server.streamable_http_app()) as url:
+        result = asyncio.run(scenario(url))
     assert result.isError
     assert "answers over stdio only" in str(result.content)
     assert SAM_MARKER not in str(result.model_dump())
