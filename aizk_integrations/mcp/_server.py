@@ -69,7 +69,9 @@ def recall_server(
     if reader is not None:
         if not isinstance(reader, ScopeDirectory):
             raise TypeError(f"reader must be a ScopeDirectory, not {type(reader).__name__}")
-        server = FastMCP(name, instructions=_INSTRUCTIONS)
+        # Stateless like the HTTP server, should anyone serve it over HTTP: it then refuses each
+        # request on its own, with no session for a client to wait on.
+        server = FastMCP(name, instructions=_INSTRUCTIONS, stateless_http=True, json_response=True)
         reader_of: ReaderOf = fixed_reader(reader)
     else:
         assert auth is not None
