@@ -247,7 +247,7 @@ def test_with_no_reader_the_warning_says_how_to_name_one_in_llama_index(
     [record] = caplog.records
     assert record.getMessage() == (
         "aizk withheld 1 of the 1 items read and kept 0: 1 item names scopes and the call has "
-        "no reader: give the adapter a directory, bind the request's reader with "
+        "no reader: give the adapter a reader=, bind the request's reader with "
         "for_reader(reader) on the postprocessor, or on AizkScopedRetriever, or set "
         "allow_scoped_without_reader=True where every caller may see everything"
     )
@@ -416,7 +416,7 @@ def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> N
         (
             {"reader": SAM},
             [("loader text", {}), ("splitter text", {})],
-            "If they had scopes, a store or a step such as filter_complex_metadata dropped them",
+            "if they had scopes, a store or a step such as filter_complex_metadata dropped them",
         ),
         (
             {"reader": SAM},
@@ -426,12 +426,12 @@ def test_a_llama_index_event_carries_the_counts_even_when_nothing_is_kept() -> N
         (
             {"reader": SAM},
             [("Ana's", {"scopes": ["ana"]}), ("Bo's", {"scopes": ["bo"]})],
-            ": 2 items name a scope outside the reader's directory",
+            ": 2 items name a scope outside the reader's scopes",
         ),
         (
             {"reader": SAM},
             [("Ana's", {"scopes": ["ana"]})],
-            ": 1 item names a scope outside the reader's directory",
+            ": 1 item names a scope outside the reader's scopes",
         ),
         ({}, [("my own note", {"scopes": ["sam"]})], "1 item names scopes and the call has no"),
     ],
@@ -468,7 +468,7 @@ def test_when_the_budget_is_why_nothing_was_kept_the_warning_says_so(
     [record] = adapter.logged(caplog)
     message = record.getMessage()
     assert "the first item the reader may see needs 101 tokens, over the budget of 5" in message
-    assert "outside the reader's directory" not in message  # not why nothing was kept
+    assert "outside the reader's scopes" not in message  # not why nothing was kept
     assert "long note" not in message
 
 
@@ -521,17 +521,19 @@ def test_the_cut_table_lists_withheld_items_as_such_without_their_text(
 
 
 LANGCHAIN_ADVICE = (
-    "aizk withheld 1 item of other readers (a scope outside the reader's directory), so the "
-    "prompt is right, but the retriever had already sent their text through LangChain's "
-    "callbacks (astream_events, astream_log, LangServe's stream routes, LangSmith traces): "
+    "aizk withheld 1 item of other readers (a scope outside the reader's scopes), so the "
+    "prompt is right; but a retriever that handed them over had already sent their text "
+    "through LangChain's callbacks (astream_events, astream_log, LangServe's stream routes, "
+    "LangSmith traces): "
     "retrieve for the reader with AizkScopedRetriever(vectorstore=store) in place of "
     "store.as_retriever(), which asks the store only for what the reader may read. Said once "
     "per process"
 )
 LLAMA_INDEX_ADVICE = (
-    "aizk withheld 1 item of other readers (a scope outside the reader's directory), so the "
-    "prompt is right, but the retriever had already sent their text through LlamaIndex's own "
-    "logs and instrumentation events (its DEBUG log of the top nodes, RetrievalEndEvent): "
+    "aizk withheld 1 item of other readers (a scope outside the reader's scopes), so the "
+    "prompt is right; but a retriever that handed them over had already sent their text "
+    "through LlamaIndex's logs and instrumentation events (its DEBUG log of the top nodes, "
+    "RetrievalEndEvent): "
     "retrieve for the reader with AizkScopedRetriever(index) in place of index.as_retriever(), "
     "which asks the store only for what the reader may read. Said once per process"
 )

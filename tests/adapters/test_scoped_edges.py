@@ -130,9 +130,9 @@ def test_a_setting_it_does_not_take_is_refused_by_name(
 @pytest.mark.parametrize("k", [0, -1, True, 2.0])
 def test_a_calls_own_k_of_nothing_is_refused_naming_it(k: Any) -> None:
     retriever = AizkScopedRetriever(vectorstore=langchain_store([]))
-    with pytest.raises(ValueError, match=r"k must be an int of at least 1 .*, got"):
+    with pytest.raises(ValueError, match=r"k must be an int of at least 1 .*, not"):
         retriever.invoke("garden", as_reader(SAM), k=k)
-    with pytest.raises(ValueError, match=r"k must be an int of at least 1 .*, got"):
+    with pytest.raises(ValueError, match=r"k must be an int of at least 1 .*, not"):
         asyncio.run(retriever.ainvoke("garden", as_reader(SAM), k=k))
 
 

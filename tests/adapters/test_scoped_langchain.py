@@ -435,7 +435,11 @@ def test_a_list_dropped_by_filter_complex_metadata_is_withheld_and_the_advice_ne
         packer = AizkEvidenceCompressor(reader=directory_of("user-00"))
         assert packer.compress_documents([dropped], "q") == []
     assert "1 item with no scope under the metadata key 'scopes'" in caplog.text
-    assert "allow_unscoped" not in caplog.text
+    # The fix named for a multi-reader store is to write the scopes back, never to widen: the
+    # warning names allow_unscoped only as the declaration of a corpus public as a whole.
+    assert "If it serves many readers, write each item's scopes when it is stored" in caplog.text
+    assert "allow_unscoped=True." in caplog.text
+    assert "If the corpus is public as a whole" in caplog.text
     assert "allow_scoped_without_reader" not in caplog.text
 
 
