@@ -2,8 +2,9 @@
 
 `python3 .ci/lowest_pins.py test` prints one `name==X` a line: the project's dependencies and
 those of each extra named (and of the extras they name in turn), each `name>=X` turned into
-`name==X` (a ceiling beside the floor, `name>=X,<Y`, changes nothing). `.ci/lowest` installs them, so the lowest-versions job
-tests exactly the floors pyproject.toml declares and cannot drift from them. A requirement
+`name==X` (a ceiling beside the floor, `name>=X,<Y`, changes nothing). `.ci/lowest` installs
+them, so the lowest-versions job tests exactly the floors pyproject.toml declares and cannot
+drift from them. A requirement
 with any other specifier has no single lowest version to test, so it is refused.
 """
 
