@@ -61,7 +61,9 @@ def scope_id(value: object) -> str:
     if isinstance(value, UUID):
         return canonical_uuid(value)
     if is_int(value):
-        return str(value)
+        # Read as its decimal text is read, so the canonical text is a fixed point: an int of
+        # 32 digits spells a UUID's hex, and the directory, which keeps text, reads it so too.
+        return scope_id(str(value))
     if not isinstance(value, str) or not value:
         raise TypeError(
             f"each scope id must be a non-empty str, a UUID or an int, not {quoted(value)}"

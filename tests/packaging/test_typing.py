@@ -18,6 +18,9 @@ import pytest
 from tests.docs.pages import ROOT, python_blocks
 
 
+# A mypy run over every page's snippets: half a minute of one core, so it runs in CI's slow job
+# (`python -m pytest -m slow`) beside the long searches.
+@pytest.mark.slow
 def test_every_python_snippet_in_the_docs_passes_mypy_strict_without_plugins(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

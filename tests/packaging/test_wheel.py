@@ -12,6 +12,8 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests.golden import GOLDEN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +46,8 @@ sys.stdout.write(RecallResult.from_candidates(candidates, directory).to_markdown
 """
 
 
+# A wheel built and installed in a fresh environment: a packaging check CI's slow job runs.
+@pytest.mark.slow
 def test_a_wheel_installed_in_a_fresh_environment_renders_the_golden_block(
     tmp_path: Path,
 ) -> None:

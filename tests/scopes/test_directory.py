@@ -136,8 +136,10 @@ def test_the_private_scope_id_is_the_callers_id_as_every_item_names_it(
     caller: str | UUID | int, organization: UUID
 ) -> None:
     directory = ScopeDirectory.for_caller(caller, {organization: Scope(name="team")})
-    # An int is its decimal text, however many digits; text spelling a UUID is canonical.
-    expected = str(UUID(caller)) if isinstance(caller, str) and _is_uuid(caller) else str(caller)
+    # An int is read as its decimal text is, however many digits; text spelling a UUID (an int
+    # of 32 digits spells a UUID's hex) is canonical.
+    spelled = str(caller)
+    expected = str(UUID(spelled)) if not isinstance(caller, UUID) and _is_uuid(spelled) else spelled
     assert directory.private_scope_id == expected
     assert directory.scopes[expected] == Scope(name="private")
     # What a tool writes the reader's own memory under is readable by that reader alone.
