@@ -28,21 +28,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import random
 import statistics
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
 
 import httpx
-import jwt
-from cryptography.hazmat.primitives.asymmetric import rsa
-from jwt.algorithms import RSAAlgorithm
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.runnables import RunnableConfig
@@ -59,9 +51,9 @@ from aizk_integrations.langchain import (
     AizkScopedRetriever,
 )
 from aizk_integrations.mcp import JWTReaderVerifier, recall_server
+from tests.mcp.tokens import ISSUER, KeyPair, claims, jwks_served, signed
 from tests.serving import listening, port_of, serving
 
-ISSUER = "http://127.0.0.1:1/oidc"
 BUDGET = 2048
 READERS = ("reader-00", "reader-01")
 WORDS = ("reranker", "ablation", "garden", "twine", "club", "thursday", "sweep", "budget")
@@ -111,36 +103,6 @@ def hand_written(store: InMemoryVectorStore, verifier: JWTReaderVerifier, need: 
         return RecallResult.from_candidates(pack(ranked, budget), reader).to_markdown()
 
     return server
-
-
-@contextmanager
-def jwks(key: rsa.RSAPrivateKey) -> Iterator[str]:
-    public = json.loads(RSAAlgorithm.to_jwk(key.public_key()))
-    body = json.dumps({"keys": [{**public, "kid": "k", "use": "sig", "alg": "RS256"}]}).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/jwks"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def token(key: rsa.RSAPrivateKey, audience: str, sub: str) -> str:
-    now = int(time.time())
-    claims = {"iss": ISSUER, "aud": audience, "sub": sub, "iat": now, "exp": now + 3600}
-    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k"})
 
 
 Call = Callable[[int, httpx.AsyncClient], Awaitable[object]]
@@ -203,9 +165,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         packed.ainvoke("plan", config={"configurable": {"aizk_reader": readers[READERS[0]]}})
     )
     need = block.metadata["aizk_counts"]["kept"] + 1
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    key = KeyPair.new("k")
     rows: list[tuple[str, float]] = [("in-process", timed(requests, in_process))]
-    with jwks(key) as jwks_url:
+    with jwks_served(key) as jwks_url:
         builds: list[tuple[str, Callable[[JWTReaderVerifier], FastMCP]]] = [
             ("MCP recall_server", lambda v: recall_server(retriever, compressor, auth=v)),
             ("hand-written MCP tool", lambda v: hand_written(store, v, need)),
@@ -214,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with listening() as sock:
                 audience = f"http://127.0.0.1:{port_of(sock)}/mcp"
                 verifier = JWTReaderVerifier(issuer=ISSUER, audience=audience, jwks_url=jwks_url)
-                tokens = {user: token(key, audience, user) for user in READERS}
+                tokens = {user: signed(key, claims(audience, user)) for user in READERS}
                 with serving(build(verifier).streamable_http_app(), sock):
                     rows.append((name, timed(requests, tool_call(audience, tokens))))
     times = dict(rows)
