@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from aizk_integrations import RecallResult, ScopeDirectory
+from aizk_integrations._uuids import canonical_uuid, uuid_text
 from aizk_integrations.mcp._revisions import StoredText
 
 RECALL_KEY = "aizk_recall"
@@ -80,10 +81,9 @@ def _packer(packer: object, kind: type[Any]) -> Any:
 
 def canonical(value: object) -> str | None:
     """An artifact id as the resource URI writes it (canonical UUID text), else `None`."""
-    try:
-        return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
-    except ValueError:
-        return None
+    if isinstance(value, uuid.UUID):
+        return canonical_uuid(value)
+    return uuid_text(value) if isinstance(value, str) else None
 
 
 def _of_revision(metadata: Mapping[str, Any], keys: tuple[str, str], ids: tuple[str, str]) -> bool:

@@ -8,7 +8,6 @@ handed another reader's ids learns nothing, not even that they exist.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +15,8 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from aizk_integrations import ScopeDirectory
+from aizk_integrations._errors import quoted
+from aizk_integrations._uuids import resource_uri, uuid_text
 
 RESOURCE_TEMPLATE = "aizk://artifacts/{artifact_id}/contents/{artifact_content_id}"
 
@@ -45,14 +46,9 @@ def canonical_ids(artifact_id: str, artifact_content_id: str) -> tuple[str, str]
     """Both ids, if both are canonical UUID text, as every resource URI writes them; otherwise a
     clear error saying what the URI must look like."""
     for name, value in (("artifact_id", artifact_id), ("artifact_content_id", artifact_content_id)):
-        try:
-            canonical = str(uuid.UUID(value))
-        except ValueError:
-            canonical = None
-        if canonical != value:
-            shown = value if len(value) <= 40 else value[:40] + "…"
+        if uuid_text(value) != value:  # canonical text is its own canonical spelling
             raise ValueError(
-                f"malformed resource URI: {name} {shown!r} is not a UUID in canonical form "
+                f"malformed resource URI: {name} {quoted(value)} is not a UUID in canonical form "
                 f"(lower-case, hyphenated); the URI is {RESOURCE_TEMPLATE}"
             )
     return artifact_id, artifact_content_id
@@ -65,6 +61,5 @@ async def revision_text(
     joins lines with; `RevisionNotFoundError` unless every item is the reader's to read."""
     items = await anyio.to_thread.run_sync(resolver, *ids)
     if not items or not all(reader.may_read(item.scopes) for item in items):
-        uri = RESOURCE_TEMPLATE.format(artifact_id=ids[0], artifact_content_id=ids[1])
-        raise RevisionNotFoundError(uri)
+        raise RevisionNotFoundError(str(resource_uri(*ids)))
     return "\n".join(item.text for item in items)
