@@ -404,6 +404,16 @@ def spelled(values: Spellings) -> str:
     return json.dumps([*values.texts, *values.numbers])
 
 
+def reading(values: Spellings, table: StoreTable) -> dict[str, str]:
+    """`START_READING`'s parameters: the reader's ids and the table the query reads."""
+    return {"reader_ids": spelled(values), "table": table_name(table)}
+
+
+def vector_text(embedding: list[float]) -> str:
+    """pgvector's text for an embedding (whose values may be numpy's floats)."""
+    return "[" + ",".join(str(float(value)) for value in embedding) + "]"
+
+
 def _name(identifier: str) -> str:
     """An identifier as Postgres quotes one: in double quotes, each of its own doubled. Refused
     if it holds a colon, which SQLAlchemy's `text()` (which runs the composed SQL) could read as

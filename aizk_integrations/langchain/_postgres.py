@@ -27,8 +27,9 @@ from aizk_integrations._stores.postgres import (
     START_READING,
     explaining_a_missing_setup,
     pgvector_search,
+    reading,
     spelled,
-    table_name,
+    vector_text,
 )
 
 
@@ -58,7 +59,9 @@ class PGVectorSearch:
         values = spellings(scope_ids)
         engine = self._store.session_maker.get_bind()
         with explaining_a_missing_setup(), engine.begin() as connection:
-            started = connection.execute(sqlalchemy.text(START_READING), _reading(values))
+            started = connection.execute(
+                sqlalchemy.text(START_READING), reading(values, PGVECTOR_TABLE)
+            )
             statement = self._statement(embedding, top, values, policy=started.one()[-1])
             rows = connection.execute(statement).all()
         return _documents(rows)
@@ -76,8 +79,8 @@ class PGVectorSearch:
             engine = session.bind
         with explaining_a_missing_setup():
             async with engine.begin() as connection:
-                reading = _reading(values)
-                started = await connection.execute(sqlalchemy.text(START_READING), reading)
+                parameters = reading(values, PGVECTOR_TABLE)
+                started = await connection.execute(sqlalchemy.text(START_READING), parameters)
                 statement = self._statement(embedding, top, values, policy=started.one()[-1])
                 rows = (await connection.execute(statement)).all()
         return _documents(rows)
@@ -88,23 +91,11 @@ class PGVectorSearch:
         distance = self._store.distance_strategy.__name__
         sql = pgvector_search(self._key, distance, policy=policy, ids=len(values))
         return sqlalchemy.text(sql).bindparams(
-            embedding=_vector(embedding),
+            embedding=vector_text(embedding),
             collection=self._store.collection_name,
             top=top,
             reader_ids=spelled(values),
         )
-
-
-_TABLE = table_name(PGVECTOR_TABLE)
-
-
-def _vector(embedding: list[float]) -> str:
-    """pgvector's text for an embedding (whose values may be numpy's floats)."""
-    return "[" + ",".join(str(float(value)) for value in embedding) + "]"
-
-
-def _reading(values: Spellings) -> dict[str, str]:
-    return {"reader_ids": spelled(values), "table": _TABLE}
 
 
 def _documents(rows: Sequence[Any]) -> list[Document]:

@@ -27,8 +27,9 @@ from aizk_integrations._stores.postgres import (
     explaining_a_missing_setup,
     llama_index_table,
     pgvectorstore_search,
+    reading,
     spelled,
-    table_name,
+    vector_text,
 )
 
 
@@ -74,9 +75,10 @@ class PGVectorStoreSearch:
         self, embedding: list[float], top: int, scope_ids: frozenset[str]
     ) -> list[NodeWithScore]:
         values = spellings(scope_ids)
-        reading = {"reader_ids": spelled(values), "table": table_name(self._table)}
         with explaining_a_missing_setup(), self._engine.begin() as connection:
-            started = connection.execute(sqlalchemy.text(START_READING), reading)
+            started = connection.execute(
+                sqlalchemy.text(START_READING), reading(values, self._table)
+            )
             if self._store.hnsw_kwargs:
                 ef_search = str(int(self._store.hnsw_kwargs["hnsw_ef_search"]))
                 connection.execute(sqlalchemy.text(HNSW_SEARCH), {"ef_search": ef_search})
@@ -100,13 +102,8 @@ class PGVectorStoreSearch:
             ids=len(values),
         )
         return sqlalchemy.text(sql).bindparams(
-            embedding=_vector(embedding), top=top, reader_ids=spelled(values)
+            embedding=vector_text(embedding), top=top, reader_ids=spelled(values)
         )
-
-
-def _vector(embedding: list[float]) -> str:
-    """pgvector's text for an embedding (whose values may be numpy's floats)."""
-    return "[" + ",".join(str(float(value)) for value in embedding) + "]"
 
 
 def _scored(rows: Sequence[Any]) -> list[NodeWithScore]:
