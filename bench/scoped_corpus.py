@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass
+from functools import cache
 
 from langchain_core.embeddings import Embeddings
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -79,6 +80,12 @@ _WORDS: dict[str, list[float]] = {}
 
 def vector(text: str) -> list[float]:
     """Texts sharing words are close: a seeded Gaussian vector per word, summed (no network)."""
+    return list(_vector(text))
+
+
+@cache
+def _vector(text: str) -> tuple[float, ...]:
+    """Worked out once per text: every store of the run embeds the same excerpts."""
     total = [0.0] * DIMENSIONS
     for word in text.split():
         if word not in _WORDS:
@@ -86,7 +93,7 @@ def vector(text: str) -> list[float]:
         for index, value in enumerate(_WORDS[word]):
             total[index] += value
     norm = sum(value * value for value in total) ** 0.5 or 1.0
-    return [value / norm for value in total]
+    return tuple(value / norm for value in total)
 
 
 class WordEmbeddings(Embeddings):
@@ -127,6 +134,7 @@ def corpus(owned: float) -> list[Excerpt]:
     return made
 
 
+@cache  # a directory is immutable, and each size is asked for on every store
 def sized(size: int) -> ScopeDirectory:
     """The reader padded with groups that hold nothing, half of them named by UUIDs."""
     if size == 0:

@@ -72,18 +72,20 @@ INDENTS = ["", " ", "  ", "   ", "    ", "\t"]
 """What a line may start with before its payload: where the text's own indentation puts a fence
 or a list marker decides what it is once the block indents it into a bullet."""
 
+# Each line drawn whole (indent, payload, line break), and the payloads a scope takes as a name
+# chosen before drawing: the slow job draws 20,000 of these, and hypothesis's cost is per draw.
 texts = st.lists(
-    st.tuples(st.sampled_from(INDENTS), st.sampled_from(PAYLOADS) | st.text(max_size=12)).map(
-        "".join
-    ),
+    st.tuples(
+        st.sampled_from(INDENTS),
+        st.sampled_from(PAYLOADS) | st.text(max_size=12),
+        st.sampled_from(LINE_BREAKS),
+    ).map("".join),
     min_size=1,
     max_size=8,
-).flatmap(
-    lambda parts: st.lists(
-        st.sampled_from(LINE_BREAKS), min_size=len(parts), max_size=len(parts)
-    ).map(lambda breaks: "".join(p + b for p, b in zip(parts, breaks, strict=True)))
-)
-names = st.one_of(st.sampled_from(PAYLOADS), st.text(min_size=1, max_size=12)).filter(is_scope_name)
+).map("".join)
+names = st.sampled_from([payload for payload in PAYLOADS if is_scope_name(payload)]) | st.text(
+    min_size=1, max_size=12
+).filter(is_scope_name)
 descriptions = st.lists(
     st.one_of(st.sampled_from(PAYLOADS), st.sampled_from(LINE_BREAKS), st.text(max_size=8)),
     max_size=4,
@@ -124,10 +126,11 @@ def test_hostile_evidence_and_scope_names_never_change_the_blocks_structure(
     check(result)
 
 
-# Four searches of 5,000, each drawn afresh, so the slow job's workers share the 20,000.
+# Ten searches of 2,000, each drawn afresh, so the slow job's workers share the 20,000 evenly:
+# none is left running one long search alone at the end while the others wait.
 @pytest.mark.slow
-@pytest.mark.parametrize("shard", range(4))
-@settings(max_examples=5_000, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@pytest.mark.parametrize("shard", range(10))
+@settings(max_examples=2_000, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(hostile_results())
 def test_twenty_thousand_hostile_blocks_keep_their_structure(
     shard: int, result: RecallResult

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ def main() -> None:
     arguments = parser.parse_args()
     renderers = arguments.only.split(",") if arguments.only else list(RENDERERS)
     start = time.perf_counter()
-    run = run_matrix(renderers)
+    run = run_matrix(renderers, workers=os.cpu_count() or 1)
     print(summary(run))
     print(f"\ntotal {time.perf_counter() - start:.1f} s")
     if arguments.json:

@@ -47,6 +47,7 @@ Run the whole matrix on the hostile corpus with `python -m tests.renderers`.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -197,14 +198,20 @@ def node_available() -> bool:
 
 
 def ensure_node_modules() -> None:
-    """Install the JavaScript renderers from the lockfile unless they are installed already."""
-    if (NODE_MODULES / ".package-lock.json").exists():
-        return
-    subprocess.run(
-        ["npm", "ci", "--prefix", str(HERE), "--no-audit", "--no-fund", "--loglevel=error"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    """Install the JavaScript renderers from the lockfile unless they are installed already.
+
+    Under a lock: `npm ci` empties `node_modules` first, so a second test worker starting it
+    meanwhile would pull the renderers from under the first. The others wait, then find them.
+    """
+    with (HERE / ".npm-ci.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (NODE_MODULES / ".package-lock.json").exists():
+            return
+        subprocess.run(
+            ["npm", "ci", "--prefix", str(HERE), "--no-audit", "--no-fund", "--loglevel=error"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
 
 
 def start_js(

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -135,8 +134,11 @@ def _attributed(case: Case, findings: list[Finding]) -> dict[int, list[Finding]]
     return by_string
 
 
-def run_matrix(renderers: Sequence[str] = RENDERERS, cases: Sequence[Case] | None = None) -> Run:
-    """Render and check every case in every renderer.
+def run_matrix(
+    renderers: Sequence[str] = RENDERERS, cases: Sequence[Case] | None = None, *, workers: int = 1
+) -> Run:
+    """Render and check every case in every renderer, the JavaScript renderers' HTML checked in
+    `workers` processes (the tests run one: their own workers share the matrix).
 
     A batch (several corpus strings in one block) that fails is reported string by string:
     from where its findings are when each names a scope bullet or item, else by rendering and
@@ -149,7 +151,7 @@ def run_matrix(renderers: Sequence[str] = RENDERERS, cases: Sequence[Case] | Non
     run.seconds["build blocks"] = time.perf_counter() - clock
 
     # node renders while Python renders and checks its own renderers' HTML; then the
-    # JavaScript renderers' HTML is checked in as many processes as there are cores.
+    # JavaScript renderers' HTML is checked in `workers` processes.
     clock = time.perf_counter()
     documents = _documents(cases)
     run.documents = len(documents)
@@ -163,7 +165,7 @@ def run_matrix(renderers: Sequence[str] = RENDERERS, cases: Sequence[Case] | Non
     js = {name: dict(zip(documents, htmls, strict=True)) for name, htmls in wait().items()}
     rendered |= js
     rendered = {name: rendered[name] for name in renderers}
-    _check_ahead(cases, js, workers=os.cpu_count() or 1)
+    _check_ahead(cases, js, workers)
     run.seconds["check (node)"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
