@@ -77,5 +77,5 @@ def test_ci_runs_the_lowest_versions_job() -> None:
     assert "bash .ci/lowest" in ci.splitlines()
     lowest = (ROOT / ".ci" / "lowest").read_text(encoding="utf-8")
     assert 'python3 .ci/lowest_pins.py test > "$workdir/pins.txt"' in lowest
-    assert 'pip install --quiet -e ".[test]" -r "$workdir/pins.txt"' in lowest
+    assert 'uv pip install --quiet --compile-bytecode -e ".[test]" -r "$workdir/pins.txt"' in lowest
     assert "python -m pytest tests/adapters\n" in lowest
