@@ -16,6 +16,12 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.types import ASGIApp
 
+PATIENCE = 120
+"""Seconds each of uvicorn's connection timeouts (5 s by default) is raised to in the tests: on a
+machine the suite keeps busy, a pooled connection idle past keep-alive is closed just as the
+client reuses it, and a worker that answers its supervisor's health check late is killed with
+its requests in flight."""
+
 
 def free_port() -> int:
     """A port nothing listens on now, for a server another process binds (uvicorn's workers)."""
@@ -46,9 +52,7 @@ def port_of(sock: socket.socket) -> int:
 def serving(app: ASGIApp, sock: socket.socket | None = None) -> Iterator[str]:
     """`app` served on `sock` (a socket of its own by default) while inside: its base URL."""
     with listening() if sock is None else _kept(sock) as bound:
-        # Keep-alive outlasts the tests: a pooled connection idle past uvicorn's default 5 s (a
-        # load test on a busy machine) is closed by the server just as the client reuses it.
-        config = uvicorn.Config(app, log_level="error", timeout_keep_alive=120)
+        config = uvicorn.Config(app, log_level="error", timeout_keep_alive=PATIENCE)
         running = uvicorn.Server(config)
         thread = threading.Thread(target=running.run, kwargs={"sockets": [bound]}, daemon=True)
         thread.start()

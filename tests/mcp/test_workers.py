@@ -18,7 +18,7 @@ from tests.docs.pages import ROOT
 from tests.mcp.corpus import ANA_MARKER, SAM_MARKER
 from tests.mcp.http import ACCEPT
 from tests.mcp.tokens import KEY, claims, jwks_served, signed
-from tests.serving import free_port
+from tests.serving import PATIENCE, free_port
 
 CALLS = 1000
 AT_ONCE = 50
@@ -33,12 +33,8 @@ def two_workers() -> Iterator[str]:
         env = {**os.environ, "AIZK_MCP_AUDIENCE": audience, "AIZK_MCP_JWKS_URL": jwks_url}
         command = [sys.executable, "-m", "uvicorn", "--factory", "tests.mcp.worker_app:app"]
         command += ["--workers", "2", "--host", "127.0.0.1", "--port", str(port)]
-        # Both of uvicorn's 5 s timeouts outlast the test on a machine the slow job keeps busy:
-        # keep-alive (as in tests/serving.py: a pooled connection idle past it is closed just as
-        # the client reuses it), and the worker health check (a worker that answers its
-        # supervisor late is killed, with its requests in flight).
-        command += ["--log-level", "warning", "--timeout-keep-alive", "120"]
-        command += ["--timeout-worker-healthcheck", "120"]
+        command += ["--log-level", "warning", "--timeout-keep-alive", str(PATIENCE)]
+        command += ["--timeout-worker-healthcheck", str(PATIENCE)]
         process = subprocess.Popen(command, cwd=ROOT, env=env)
         try:
             _wait_until_serving(audience, process)
