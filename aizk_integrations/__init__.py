@@ -13,6 +13,8 @@ a candidate through the prefix cut to the rendered block; `_stores`, what each s
 for a reader; `_run`, the one run every adapter makes of the core; then the adapters.
 """
 
+import importlib.metadata
+
 from aizk_integrations._core.candidate import Candidate
 from aizk_integrations._core.evidence import Evidence
 from aizk_integrations._core.lanes import Lane, Provenance
@@ -21,6 +23,13 @@ from aizk_integrations._core.result import RecallResult
 from aizk_integrations._errors import EvidenceError
 from aizk_integrations._scopes.directory import Scope, ScopeDirectory
 from aizk_integrations._scopes.ids import PUBLIC, scope_metadata
+
+try:
+    __version__ = importlib.metadata.version("aizk-integrations")
+except importlib.metadata.PackageNotFoundError:  # the source tree on sys.path, not installed
+    __version__ = "0+unknown"
+"""The installed distribution's version, as bug reports quote it (read from its metadata, so it
+is the version pip installed, never a second copy of pyproject's)."""
 
 __all__ = [
     "PUBLIC",

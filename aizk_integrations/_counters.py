@@ -99,6 +99,10 @@ def counter_from_llama_index(tokenizer: Callable[[str], Sized]) -> TokenCounter:
 def counter_from_tiktoken(encoding: Encoding) -> TokenCounter:
     """Count with a `tiktoken` encoding, e.g. `tiktoken.get_encoding("o200k_base")`.
 
+    `get_encoding` downloads the encoding the first time it is loaded (a `ConnectionError`
+    offline) unless `TIKTOKEN_CACHE_DIR` already holds it; offline, count with
+    `counter_from_llama_index(Settings.tokenizer)`, whose encoding ships with LlamaIndex.
+
     Special-token text such as `<|endoftext|>` is counted as the plain text it is, as the model
     will receive it: tiktoken's default raises on it, and retrieved text may well contain it.
     """

@@ -69,6 +69,36 @@ def check_budget(budget: object) -> int:
     return budget
 
 
+def cannot_load(error: BaseException) -> str:
+    """What to say of a counter whose tokenizer did not load, and the ways out that need no
+    network: said whole, since the fix is in the missing package's own message (no text)."""
+    return (
+        f"token_counter could not load its tokenizer ({type(error).__name__}: {error}). "
+        "Install the package it names, or count another way that works offline: "
+        "chars_per_token= (the seed's estimate, no tokenizer at all), or "
+        "token_counter=counter_from_llama_index(tokenizer) (aizk_integrations.counters) with a "
+        "tokenizer already on disk: LlamaIndex's Settings.tokenizer, whose encoding ships with "
+        "llama-index-core, or a transformers tokenizer's encode loaded from a local folder. "
+        "counter_from_tiktoken is not one: tiktoken.get_encoding(...) downloads the encoding "
+        "on first use (ConnectionError offline) unless TIKTOKEN_CACHE_DIR already holds it"
+    )
+
+
+def check_loads(counter: TokenCounter) -> None:
+    """Count a word once, so a counter whose tokenizer cannot load (a package missing, model
+    files that cannot be read or fetched) fails when the packer is built, not on the first
+    request. Any other failure is left to the items it fails on, which the walk names."""
+    try:
+        counter(_PROBE)
+    except (ImportError, OSError) as error:
+        raise ValueError(cannot_load(error)) from error
+    except Exception:
+        pass  # it loaded, and fails on a text: the walk names the item it fails on
+
+
+_PROBE = "evidence"
+
+
 def count_tokens(counter: TokenCounter, text: str, position: int | None) -> int:
     """Call a counter and insist on a usable answer, blaming the item at `position` if not.
 
@@ -78,14 +108,7 @@ def count_tokens(counter: TokenCounter, text: str, position: int | None) -> int:
     try:
         tokens = counter(text)
     except ImportError as error:
-        # Said whole: the fix is in the missing package's own message, which holds no text.
-        raise ItemError(
-            position,
-            f"token_counter could not load its tokenizer ({type(error).__name__}: {error}). "
-            "Install the package it names, or count another way: token_counter= one of "
-            "aizk_integrations.counters (counter_from_tiktoken needs no model files), or "
-            "chars_per_token= for the seed's estimate",
-        ) from error
+        raise ItemError(position, cannot_load(error)) from error
     except Exception as error:
         raise ItemError(
             position, f"token_counter raised {type(error).__name__}: {quoted(str(error))}"

@@ -26,7 +26,6 @@ from corpus import CORPUS_PATH, load_notes, reader_directory
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import InMemoryVectorStore
-from mcp.server.fastmcp import FastMCP
 
 from aizk_integrations import Scope
 from aizk_integrations.langchain import AizkEvidenceCompressor, AizkScopedRetriever
@@ -54,17 +53,21 @@ def organizations() -> dict[str, Scope]:
     }
 
 
-def server(arguments: argparse.Namespace) -> FastMCP:
+def serve(arguments: argparse.Namespace) -> None:
+    """The server over the corpus, run over stdio for one reader or over HTTP for many."""
     retriever, packer = retrieval()
     if not arguments.http:
-        return recall_server(retriever, packer, reader=reader_directory(arguments.reader))
+        reader = reader_directory(arguments.reader)
+        recall_server(retriever, packer, reader=reader).run("stdio")
+        return
     verifier = JWTReaderVerifier(
         issuer=arguments.issuer,
         audience=arguments.audience,
         jwks_url=arguments.jwks_url,
         organizations=organizations(),
     )
-    return recall_server(retriever, packer, auth=verifier)
+    app = recall_server(retriever, packer, auth=verifier).streamable_http_app()
+    uvicorn.run(app, host="127.0.0.1", port=arguments.port)
 
 
 def main() -> None:
@@ -78,11 +81,7 @@ def main() -> None:
     arguments = parser.parse_args()
     if arguments.http and not (arguments.issuer and arguments.audience and arguments.jwks_url):
         parser.error("--http needs --issuer, --audience and --jwks-url")
-    served = server(arguments)
-    if arguments.http:
-        uvicorn.run(served.streamable_http_app(), host="127.0.0.1", port=arguments.port)
-    else:
-        served.run("stdio")
+    serve(arguments)
 
 
 if __name__ == "__main__":

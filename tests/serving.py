@@ -49,10 +49,13 @@ def port_of(sock: socket.socket) -> int:
 
 
 @contextmanager
-def serving(app: ASGIApp, sock: socket.socket | None = None) -> Iterator[str]:
-    """`app` served on `sock` (a socket of its own by default) while inside: its base URL."""
+def serving(
+    app: ASGIApp, sock: socket.socket | None = None, *, log_level: str = "error"
+) -> Iterator[str]:
+    """`app` served on `sock` (a socket of its own by default) while inside: its base URL.
+    `log_level="info"` turns uvicorn's access log on."""
     with listening() if sock is None else _kept(sock) as bound:
-        config = uvicorn.Config(app, log_level="error", timeout_keep_alive=PATIENCE)
+        config = uvicorn.Config(app, log_level=log_level, timeout_keep_alive=PATIENCE)
         running = uvicorn.Server(config)
         thread = threading.Thread(target=running.run, kwargs={"sockets": [bound]}, daemon=True)
         thread.start()

@@ -120,6 +120,9 @@ _environment = Environment(
     undefined=StrictUndefined,
     keep_trailing_newline=False,
 )
+# The template shows only what it is handed: none of Jinja's default globals (`range`,
+# `lipsum`, `cycler`, ...) belong in a block of evidence.
+_environment.globals.clear()
 
 
 @lru_cache(maxsize=1024)  # a reader's few scope descriptions head every block of every call

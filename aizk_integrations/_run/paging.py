@@ -21,6 +21,9 @@ from math import ceil
 from threading import Lock
 from typing import Any, Generic, TypeVar
 
+from aizk_integrations._scopes.directory import ScopeDirectory
+from aizk_integrations._scopes.ids import several_ids_in_one
+
 Item = TypeVar("Item")
 Walked = TypeVar("Walked")
 
@@ -39,6 +42,30 @@ class Fetched:
     capped: bool = False
     """The pager was asked for more after a full page of `most` items: the store may hold
     readable items the request never saw."""
+    several_ids_in_one: int = 0
+    """Items skipped because their scope ids are several written into one string, for the
+    warning of a retrieval that returns items rather than packing them (`scope_check`)."""
+
+
+def scope_check(
+    reader: ScopeDirectory, fetched: Fetched, *, to_packer: bool
+) -> Callable[[object], bool]:
+    """The exact check of what a store returned, by what an item holds under the scopes key:
+    the reader's items pass. An item whose scope ids are several written into one string
+    (`several_ids_in_one`) is no one's to read; it passes too when a packer reads what passes,
+    which withholds it, counts it and names it as on any other path, and is otherwise counted
+    in `fetched`, for the retriever to name."""
+
+    def check(scopes: object) -> bool:
+        if reader.may_read(scopes):
+            return True
+        if not several_ids_in_one(scopes):
+            return False
+        if not to_packer:
+            fetched.several_ids_in_one += 1
+        return to_packer
+
+    return check
 
 
 def readable_pages(

@@ -189,19 +189,32 @@ def bad_records_message(packing: Packing[Any], scopes_key: str) -> str | None:
     unreadable = [held for held in packing.withheld if held.reason is Withheld.UNREADABLE]
     several = sum(held.problem == SEVERAL_IDS_IN_ONE for held in unreadable)
     if several:
-        said.append(
-            f"{_items(several, 'hold')} under {scopes_key!r} several scope ids in one string "
-            "(such as 'id1,id2'), which no reader's scopes match, so they are withheld from "
-            "every reader: store the ids as a list, as scope_metadata(['id1', 'id2']) writes "
-            "them"
-        )
+        said.append(_several_ids(several, scopes_key))
     if len(unreadable) > several:
         said.append(
             f"{_items(len(unreadable) - several, 'hold')} scopes under {scopes_key!r} that "
             "cannot be read as scope ids, withheld from every reader (write scopes with "
             "scope_metadata)"
         )
-    return "aizk withheld what it could not show: " + "; ".join(said) if said else None
+    return _WITHHELD + "; ".join(said) if said else None
+
+
+def several_ids_message(count: int, scopes_key: str) -> str:
+    """The warning of a scoped retrieval that returns items (no packer to say it) for the
+    `count` it skipped whose scope ids are several in one string: the packer's own words."""
+    return _WITHHELD + _several_ids(count, scopes_key)
+
+
+_WITHHELD = "aizk withheld what it could not show: "
+
+
+def _several_ids(count: int, scopes_key: str) -> str:
+    return (
+        f"{_items(count, 'hold')} under {scopes_key!r} several scope ids in one string "
+        "(such as 'id1,id2'), which no reader's scopes match, so they are withheld from "
+        "every reader: store the ids as a list, as scope_metadata(['id1', 'id2']) writes "
+        "them"
+    )
 
 
 def _count(count: int) -> str:

@@ -7,20 +7,113 @@ written once. The run the adapters make with them is `_run.run.run`.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from aizk_integrations._core.pricing import BudgetCovers
 from aizk_integrations._defaults import DEFAULT_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MAX_BUDGET
+from aizk_integrations._errors import quoted
 from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations._text import check_encodable
-from aizk_integrations._tokens import TokenCounter, check_budget, check_chars_per_token
+from aizk_integrations._tokens import (
+    TokenCounter,
+    check_budget,
+    check_chars_per_token,
+    check_loads,
+)
 
 
-class PackingSettings(BaseModel):
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`; did you mean 'budget'?` for the known name closest to a misspelled one, else ""."""
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def not_a_setting(
+    name: object, owner: str, known: Iterable[str], instead: Mapping[str, str] | None = None
+) -> str:
+    """What to say of a setting `owner` does not take: its name, and the one meant.
+
+    `instead` maps what another framework calls a setting to this one's name (LangChain's `k`
+    is LlamaIndex's `similarity_top_k`), which no spelling distance would find.
+    """
+    known = sorted(known)
+    if not known:
+        return f"{quoted(name)} is not a setting of {owner}, which takes none"
+    if not isinstance(name, str):
+        return f"{quoted(name)} is not a setting of {owner}"
+    meant = (instead or {}).get(name)
+    hint = f"; did you mean {meant!r}?" if meant in known else did_you_mean(name, known)
+    return f"{quoted(name)} is not a setting of {owner}{hint}"
+
+
+def refuse_unknown_keywords(
+    owner: str,
+    unknown: Mapping[str, object],
+    takes: Callable[..., object],
+    instead: Mapping[str, str] | None = None,
+) -> None:
+    """A `TypeError` for the first keyword `takes` has no parameter for, naming the one meant.
+
+    For adapters built by a plain `__init__` or `from_defaults`, which gather what they do not
+    take in `**unknown: Never` (so a type checker still refuses it) to say it better than
+    Python's bare "unexpected keyword argument".
+    """
+    if not unknown:
+        return
+    parameters = inspect.signature(takes).parameters.values()
+    known = [p.name for p in parameters if p.kind in _KEYWORDS and p.name not in _BOUND]
+    raise TypeError(not_a_setting(next(iter(unknown)), owner, known, instead))
+
+
+_KEYWORDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+_BOUND = ("self", "cls")
+
+
+class KnownSettings(BaseModel):
+    """A pydantic adapter that refuses a setting it does not take by name, with the closest
+    one it does: pydantic's own "Extra inputs are not permitted" says neither."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_settings(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        known = {*fields, *(field.alias for field in fields.values() if field.alias)}
+        errors = [
+            InitErrorDetails(
+                type=PydanticCustomError(
+                    "extra_forbidden",
+                    "{message}",
+                    {"message": not_a_setting(name, cls.__name__, known)},
+                ),
+                loc=(name,),
+                input=data[name],
+            )
+            for name in data
+            if name not in known
+        ]
+        if errors:
+            hide = bool(cls.model_config.get("hide_input_in_errors"))
+            raise ValidationError.from_exception_data(cls.__name__, errors, hide_input=hide)
+        return data
+
+
+class PackingSettings(KnownSettings):
     """Budget, reader and metadata conventions, validated when the adapter is built."""
 
     model_config = ConfigDict(extra="forbid")
@@ -152,6 +245,12 @@ class PackingSettings(BaseModel):
     @model_validator(mode="after")
     def _budget_within_ceiling(self) -> PackingSettings:
         call_budget(self, self.budget)
+        return self
+
+    @model_validator(mode="after")
+    def _counter_loads(self) -> PackingSettings:
+        if self.token_counter is not None:
+            check_loads(self.token_counter)
         return self
 
     def __getstate__(self) -> dict[str, Any]:

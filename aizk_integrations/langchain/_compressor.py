@@ -33,6 +33,7 @@ from aizk_integrations._run.settings import PackingSettings
 from aizk_integrations.langchain._config import (
     CONFIG_SPECS,
     PER_REQUEST,
+    THROUGH_COMPRESSION,
     ReaderOfUser,
     current_config,
     request_settings,
@@ -152,7 +153,9 @@ class AizkEvidenceCompressor(PackingSettings, BaseDocumentCompressor, Serializab
         docstring); `query` is not needed.
         """
         expect_sequence(documents, DOCUMENTS.expected, _QUESTION_TO_COMPRESSOR)
-        return returned(self, pack_documents(self, documents, current_config(), callbacks))
+        config = current_config()
+        packing = pack_documents(self, documents, config, callbacks, advice=THROUGH_COMPRESSION)
+        return returned(self, packing)
 
     async def acompress_documents(
         self,
@@ -252,8 +255,13 @@ def pack_documents(
     config: RunnableConfig,
     callbacks: Callbacks | None = None,
     fetched: Fetched | None = None,
+    *,
+    advice: str = PER_REQUEST,
 ) -> Packing[Document]:
     """Pack `documents` for the request `config` names, as a traced run of its own when traced.
+
+    `advice` is how a warning tells this call's user to name the reader (`compress_documents`
+    is how LangChain's ContextualCompressionRetriever calls, which drops the config).
 
     The run is named after the compressor and its outputs are the counts, so a trace shows
     why a block is empty or short even when nothing is returned. LangChain decides whether
@@ -264,13 +272,13 @@ def pack_documents(
     handlers = callbacks if callbacks is not None else config.get("callbacks")
     manager = CallbackManager.configure(inheritable_callbacks=handlers)
     if not manager.handlers:
-        return _packed(compressor, documents, config, fetched)
+        return _packed(compressor, documents, config, fetched, advice)
     count = len(documents) if isinstance(documents, Sequence) else None
     traced = manager.on_chain_start(
         None, {"documents": count}, name=type(compressor).__name__, run_type="parser"
     )
     try:
-        packing = _packed(compressor, documents, config, fetched)
+        packing = _packed(compressor, documents, config, fetched, advice)
     except BaseException as error:
         traced.on_chain_error(error)
         raise
@@ -294,8 +302,9 @@ def _packed(
     documents: Iterable[Document],
     config: RunnableConfig,
     fetched: Fetched | None,
+    advice: str,
 ) -> Packing[Document]:
     budget, reader = request_settings(compressor, config)
     packing = run(documents, DOCUMENTS, compressor, budget=budget, reader=reader, fetched=fetched)
-    report(packing, logger, PER_REQUEST, compressor.scopes_key, THROUGH_RETRIEVAL)
+    report(packing, logger, advice, compressor.scopes_key, THROUGH_RETRIEVAL)
     return packing

@@ -11,6 +11,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
@@ -22,7 +26,12 @@ from langchain_core.runnables import (
 from pydantic import ConfigDict
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._run.settings import PackingSettings, call_budget
+from aizk_integrations._run.settings import (
+    KnownSettings,
+    PackingSettings,
+    call_budget,
+    did_you_mean,
+)
 from aizk_integrations._scopes.directory import ScopeDirectory, require_reader
 from aizk_integrations._tokens import is_int
 
@@ -66,12 +75,20 @@ _KNOWN = (READER_CONFIG_KEY, *(spec.id for spec in CONFIG_SPECS))
 _KNOWN_KEYS = ", ".join(repr(key) for key in _KNOWN)
 
 PER_REQUEST: Final = (
-    f"pass this request's reader as config={{'configurable': {{{READER_CONFIG_KEY!r}: "
-    "reader}}. LangChain's ContextualCompressionRetriever hands that config to neither its "
-    "base retriever nor its compressor: use AizkEvidenceRetriever(base_retriever=..., "
-    "compressor=...) in its place, which carries it to both"
+    f"pass this request's reader as config={{'configurable': {{{READER_CONFIG_KEY!r}: reader}}}}"
 )
 """How the warnings tell a LangChain user to name a request's reader."""
+
+THROUGH_COMPRESSION: Final = (
+    f"{PER_REQUEST}. LangChain's ContextualCompressionRetriever hands that config to neither "
+    "its base retriever nor its compressor: use AizkEvidenceRetriever(base_retriever=..., "
+    "compressor=...) in its place, which carries it to both"
+)
+"""`PER_REQUEST` where the reader may have been named and lost on the way: in a retriever that
+another retriever ran, or in `compress_documents`, which is how that retriever calls a packer."""
+
+_LCEL_STEP_TAGS = ("seq:step:", "map:key:")
+"""The tags LangChain gives a runnable it runs as a step of a `|` chain or a dict of steps."""
 
 _request_config: ContextVar[RunnableConfig | None] = ContextVar("aizk_request_config", default=None)
 """The config of the `AizkEvidenceRetriever` call in progress, for the compressor it wraps."""
@@ -99,7 +116,7 @@ def carrying(config: RunnableConfig | None) -> Iterator[None]:
         _request_config.reset(token)
 
 
-class ConfigCarryingRetriever(BaseRetriever):
+class ConfigCarryingRetriever(KnownSettings, BaseRetriever):
     """A retriever whose call's config is the request config of all it runs.
 
     LangChain hands `_get_relevant_documents` callbacks but not the config, and the config is
@@ -107,7 +124,7 @@ class ConfigCarryingRetriever(BaseRetriever):
     """
 
     # A refused setting is never quoted: a store or retriever's repr can hold stored text.
-    # Unknown settings are refused by name, as every aizk adapter refuses them.
+    # Unknown settings are refused by name (KnownSettings), as every aizk adapter refuses them.
     model_config = ConfigDict(hide_input_in_errors=True, extra="forbid")
 
     def invoke(
@@ -133,12 +150,7 @@ def request_settings(
     settings: PackingSettings, config: RunnableConfig
 ) -> tuple[int | None, ScopeDirectory | None]:
     """A request's budget and reader from its `configurable`; absent keys mean "as built"."""
-    configurable: Mapping[str, Any] = config.get("configurable") or {}
-    for key in configurable:
-        if key.startswith("aizk_") and key not in _KNOWN:
-            raise ValueError(
-                f"configurable {quoted(key)} is not an aizk setting; known keys: {_KNOWN_KEYS}"
-            )
+    configurable = _configurable(config)
     budget = configurable.get(BUDGET_CONFIG_KEY)
     if budget is not None:
         try:
@@ -158,6 +170,23 @@ def request_settings(
     return budget, request_reader(config, getattr(settings, "reader_of_user", None))
 
 
+def _configurable(config: RunnableConfig) -> Mapping[str, Any]:
+    """The request's `configurable`, refused if it holds an `aizk_` key that is none of ours.
+
+    Every part that reads a request's settings reads them here, so a misspelled key (such as
+    `aizk_readr`) is the error of the first part that reads the config, said alone: never a
+    warning that the request names no reader, as if the reader had not been given.
+    """
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    for key in configurable:
+        if isinstance(key, str) and key.startswith("aizk_") and key not in _KNOWN:
+            raise ValueError(
+                f"configurable {quoted(key)} is not an aizk setting"
+                f"{did_you_mean(key, _KNOWN)} (the known keys: {_KNOWN_KEYS})"
+            )
+    return configurable
+
+
 ReaderOfUser = Callable[[Any], ScopeDirectory | None]
 """Maps the user a server authenticated to their reader (see `request_reader`)."""
 
@@ -173,7 +202,7 @@ def request_reader(
     server's own word on who is asking chooses the reader. Without it, `aizk_reader` must be
     a `ScopeDirectory`, which a client sending JSON cannot make.
     """
-    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    configurable = _configurable(config)
     if reader_of_user is not None:
         user = configurable.get(AUTH_USER_CONFIG_KEY)
         return None if user is None else reader_of_user(user)
@@ -197,16 +226,30 @@ _LOST_IN_SERIALIZATION = (
 )
 
 
-def missing_reader_advice(config: RunnableConfig, reader_of_user: ReaderOfUser | None) -> str:
+def missing_reader_advice(
+    config: RunnableConfig,
+    reader_of_user: ReaderOfUser | None,
+    run: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun | None = None,
+) -> str:
     """How to give a request that names no reader one: the config key, or the mapping of the
-    user a server authenticated, when the request names one that nothing here maps."""
+    user a server authenticated, when the request names one that nothing here maps.
+
+    `run` is the retriever's own run, when it was invoked as a retriever. Run by another
+    retriever (neither on its own nor as a step of a `|` chain), it may have lost a reader the
+    request named on the way, as inside LangChain's ContextualCompressionRetriever: the advice
+    then says so. Anywhere else that retriever is nowhere in the call, and is not mentioned.
+    """
     configurable: Mapping[str, Any] = config.get("configurable") or {}
     if reader_of_user is None and configurable.get(AUTH_USER_CONFIG_KEY) is not None:
         return (
             f"the request names an authenticated user ({AUTH_USER_CONFIG_KEY!r}) but nothing "
             "maps it to a reader here: give this part the packer's reader_of_user too"
         )
-    return PER_REQUEST
+    if run is None or run.parent_run_id is None:
+        return PER_REQUEST
+    if any(tag.startswith(_LCEL_STEP_TAGS) for tag in run.tags):
+        return PER_REQUEST
+    return THROUGH_COMPRESSION
 
 
 def with_reader(config: RunnableConfig, reader: ScopeDirectory | None) -> RunnableConfig:

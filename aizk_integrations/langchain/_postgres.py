@@ -2,14 +2,14 @@
 
 PGVector's own filter language cannot say "every scope of the document is the reader's" (`$in`
 matches nothing on a list, `$eq` is exact equality), so scoped retrieval writes the query itself
-(`_postgres.PGVECTOR_SEARCH`, the store's own search with the reader's condition), on the
-store's public parts: the engine of its `session_maker` (sync or async, as the store was made),
-its collection name, its `distance_strategy` and its embeddings. The transaction first sets the
-reader's ids for row-level security and learns whether the policy binds
-(`_postgres.START_READING`); the query then carries the readable-row condition beside the
-vector ordering: the index lookup and the exact check where no policy binds, a guard where one
-does (`_postgres.reader_condition`). Imported
-only once a `PGVector` is in hand: the LangChain adapter loads no database package by itself.
+(`_postgres.search.PGVECTOR_SEARCH`, the store's own search with the reader's condition), on
+the store's public parts: the engine of its `session_maker` (sync or async, as the store was
+made), its collection name, its `distance_strategy` and its embeddings. The transaction first
+sets the reader's ids for row-level security and learns whether the policy binds
+(`_postgres.reading.START_READING`); the query then carries the readable-row condition beside
+the vector ordering: the index lookup and the exact check where no policy binds, the exact
+check as a guard where one does (`_postgres.condition.reader_condition`). Imported only once a
+`PGVector` is in hand: the LangChain adapter loads no database package by itself.
 """
 
 from __future__ import annotations
@@ -21,16 +21,15 @@ import sqlalchemy
 from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
-from aizk_integrations._scopes.ids import Spellings, spellings
-from aizk_integrations._stores.postgres import (
-    PGVECTOR_TABLE,
+from aizk_integrations._stores.postgres.condition import reader_ids
+from aizk_integrations._stores.postgres.names import PGVECTOR_TABLE
+from aizk_integrations._stores.postgres.reading import (
     START_READING,
     explaining_a_missing_setup,
-    pgvector_search,
     reading,
-    spelled,
     vector_text,
 )
+from aizk_integrations._stores.postgres.search import pgvector_search
 
 
 class PGVectorSearch:
@@ -56,13 +55,13 @@ class PGVectorSearch:
                 "engine (PGVector(connection=create_engine(...)))"
             )
         embedding = self._store.embeddings.embed_query(query)
-        values = spellings(scope_ids)
+        ids = reader_ids(scope_ids)
         engine = self._store.session_maker.get_bind()
         with explaining_a_missing_setup(), engine.begin() as connection:
             started = connection.execute(
-                sqlalchemy.text(START_READING), reading(values, PGVECTOR_TABLE)
+                sqlalchemy.text(START_READING), reading(ids, PGVECTOR_TABLE)
             )
-            statement = self._statement(embedding, top, values, policy=started.one()[-1])
+            statement = self._statement(embedding, top, ids, policy=started.one()[-1])
             rows = connection.execute(statement).all()
         return _documents(rows)
 
@@ -74,27 +73,32 @@ class PGVectorSearch:
             async with self._store.session_maker() as session:
                 await self._store.aget_collection(session)
         embedding = await self._store.embeddings.aembed_query(query)
-        values = spellings(scope_ids)
+        ids = reader_ids(scope_ids)
         async with self._store.session_maker() as session:
             engine = session.bind
         with explaining_a_missing_setup():
             async with engine.begin() as connection:
-                parameters = reading(values, PGVECTOR_TABLE)
+                parameters = reading(ids, PGVECTOR_TABLE)
                 started = await connection.execute(sqlalchemy.text(START_READING), parameters)
-                statement = self._statement(embedding, top, values, policy=started.one()[-1])
+                statement = self._statement(embedding, top, ids, policy=started.one()[-1])
                 rows = (await connection.execute(statement)).all()
         return _documents(rows)
 
     def _statement(
-        self, embedding: list[float], top: int, values: Spellings, *, policy: bool
+        self,
+        embedding: list[float],
+        top: int,
+        ids: str,
+        *,
+        policy: bool,
     ) -> sqlalchemy.TextClause:
         distance = self._store.distance_strategy.__name__
-        sql = pgvector_search(self._key, distance, policy=policy, ids=len(values))
+        sql = pgvector_search(self._key, distance, policy=policy)
         return sqlalchemy.text(sql).bindparams(
             embedding=vector_text(embedding),
             collection=self._store.collection_name,
             top=top,
-            reader_ids=spelled(values),
+            reader_ids=ids,
         )
 
 

@@ -28,8 +28,15 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from aizk_integrations._errors import quoted
-from aizk_integrations._run.paging import Fetched, PageSize, Search, awalk, readable_pages
-from aizk_integrations._run.report import max_fetch_message
+from aizk_integrations._run.paging import (
+    Fetched,
+    PageSize,
+    Search,
+    awalk,
+    readable_pages,
+    scope_check,
+)
+from aizk_integrations._run.report import max_fetch_message, several_ids_message
 from aizk_integrations._run.run import Packing
 from aizk_integrations._scopes.directory import ScopeDirectory, scopes_of
 from aizk_integrations.langchain._compressor import (
@@ -45,7 +52,7 @@ from aizk_integrations.langchain._config import (
     request_reader,
     request_settings,
 )
-from aizk_integrations.langchain._stores import Searcher, StoreSearch, searcher
+from aizk_integrations.langchain._stores import Searcher, StoreSearch, check_store, searcher
 
 logger = logging.getLogger("aizk_integrations.langchain")
 
@@ -104,8 +111,8 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
         exclude=True,
         description=(
             "How to ask this store for one reader's documents (see StoreSearch); None: the "
-            "built-in way for InMemoryVectorStore, Chroma, Qdrant and PGVector, else "
-            "unfiltered paging."
+            "built-in way for InMemoryVectorStore, Chroma, Qdrant, PGVectorStore and "
+            "PGVector, else unfiltered paging."
         ),
     )
     reader_of_user: ReaderOfUser | None = Field(
@@ -128,6 +135,11 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
                 f"search_kwargs={{'k': {quoted(data['k'])}}}"
             )
         return data
+
+    @model_validator(mode="after")
+    def _a_store_it_can_ask(self) -> AizkScopedRetriever:
+        check_store(self.vectorstore, self.scopes_key)
+        return self
 
     @field_validator("search_kwargs")
     @classmethod
@@ -153,7 +165,8 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
     ) -> list[Document]:
         """The reader's best `k` documents (this call's `k`, else the retriever's)."""
         top = self._top(k)
-        request = self.request_for(query, request_reader(current_config(), self.reader_of_user))
+        reader = request_reader(current_config(), self.reader_of_user)
+        request = self.request_for(query, reader, run_manager)
         return [] if request is None else request.best(request.search, top)
 
     async def _aget_relevant_documents(
@@ -164,7 +177,8 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
         k: int | None = None,
     ) -> list[Document]:
         top = self._top(k)
-        request = self.request_for(query, request_reader(current_config(), self.reader_of_user))
+        reader = request_reader(current_config(), self.reader_of_user)
+        request = self.request_for(query, reader, run_manager)
         if request is None:
             return []
         return await awalk(lambda search: request.best(search, top), request.asearch)
@@ -173,14 +187,20 @@ class AizkScopedRetriever(ConfigCarryingRetriever):
         """This call's `k`, else the retriever's: how many documents the call returns."""
         return self.k if k is None else check_k(k, "k")
 
-    def request_for(self, query: str, reader: ScopeDirectory | None) -> StoreRequest | None:
+    def request_for(
+        self,
+        query: str,
+        reader: ScopeDirectory | None,
+        run: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun | None = None,
+    ) -> StoreRequest | None:
         """One request's store query for `reader`, or `None` when the store is not to be asked:
-        no reader (said in a warning: it fails closed), or a reader of no scopes."""
+        no reader (said in a warning: it fails closed, with advice that fits where it ran,
+        `run` when it was invoked as a retriever), or a reader of no scopes."""
         if reader is None:
             logger.warning(
                 "aizk: scoped retrieval has no reader for this request, so it retrieves "
                 "nothing; %s",
-                missing_reader_advice(current_config(), self.reader_of_user),
+                missing_reader_advice(current_config(), self.reader_of_user, run),
             )
             return None
         if not reader.scopes:
@@ -206,13 +226,15 @@ class StoreRequest:
         return await self.searcher.asearch(self.query, size, self.ids)
 
     def readable(
-        self, search: Search[Document], first: int, fetched: Fetched
+        self, search: Search[Document], first: int, fetched: Fetched, *, to_packer: bool
     ) -> Iterator[Document]:
-        """The reader's documents, best first, fetched from the store as they are read."""
+        """The reader's documents, best first, fetched from the store as they are read (with
+        those of several ids in one string when a packer reads them: see `scope_check`)."""
         key = self.retriever.scopes_key
+        check = scope_check(self.reader, fetched, to_packer=to_packer)
         return readable_pages(
             search,
-            lambda document: self.reader.may_read(scopes_of(document.metadata, key)),
+            lambda document: check(scopes_of(document.metadata, key)),
             _identity,
             first=first,
             most=self.retriever.max_fetch,
@@ -222,7 +244,10 @@ class StoreRequest:
     def best(self, search: Search[Document], top: int) -> list[Document]:
         """The reader's best `top` documents, and a warning if `max_fetch` cut them short."""
         fetched = Fetched()
-        found = list(islice(self.readable(search, top, fetched), top))
+        found = list(islice(self.readable(search, top, fetched, to_packer=False), top))
+        if fetched.several_ids_in_one:
+            key = self.retriever.scopes_key
+            logger.warning("%s", several_ids_message(fetched.several_ids_in_one, key))
         if fetched.capped:
             logger.warning("%s", max_fetch_message(fetched, len(found)))
         return found
@@ -237,7 +262,7 @@ class StoreRequest:
         page_size = self.retriever._page_size
         first = page_size.first(compressor.budget if budget is None else budget, self.retriever.k)
         fetched = Fetched()
-        documents = self.readable(search, first, fetched)
+        documents = self.readable(search, first, fetched, to_packer=True)
         packing = pack_documents(compressor, documents, config, fetched=fetched)
         page_size.learn(packing.tokens_used, len(packing.kept))
         return packing

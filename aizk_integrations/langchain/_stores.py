@@ -6,8 +6,9 @@ reader: exactly where the filter can say "every scope of the document is one of 
 the strongest condition it can say that every readable document meets (Chroma: at least one of
 the reader's values). A filter names every value a store may hold for the reader's ids
 (`_scope_ids.spellings`), and past what a store's filter can carry the store is paged
-unfiltered instead (`_store_filters`). langchain-postgres's `PGVector` is asked in SQL of our
-own, exactly and in one query, with the reader's ids set for row-level security too (`_postgres`).
+unfiltered instead (`_store_filters`). langchain-postgres's `PGVectorStore` and `PGVector` are
+asked in SQL of our own, exactly and in one query, with the reader's ids set for row-level
+security too (`_pgvectorstore`, `_postgres`).
 Whatever comes back is checked exactly again before it is returned. A store with no usable
 filter (FAISS filters only after its fetch) is searched unfiltered and paged. The store packages
 are never imported here: a store of theirs is only recognised once the app has imported its
@@ -22,10 +23,12 @@ from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from aizk_integrations._scopes.ids import scopes_within
-from aizk_integrations._stores import postgres as _postgres
+from aizk_integrations._scopes.ids import may_retrieve
 from aizk_integrations._stores.filters import chroma_where, qdrant_filter
 from aizk_integrations._stores.plan import StorePlan, is_a
+from aizk_integrations._stores.postgres.names import PGVECTOR
+from aizk_integrations._stores.postgres.setup import store_setup
+from aizk_integrations.langchain import _pgvectorstore
 
 
 @runtime_checkable
@@ -61,24 +64,44 @@ def searcher(vectorstore: VectorStore, scopes_key: str, custom: StoreSearch | No
         return _Chroma(vectorstore, scopes_key)
     if is_a(vectorstore, "langchain_qdrant", "QdrantVectorStore"):
         return _Qdrant(vectorstore, scopes_key)
-    if _postgres.PGVECTOR.holds(vectorstore):
+    if PGVECTOR.holds(vectorstore):
         from aizk_integrations.langchain._postgres import PGVectorSearch  # needs SQLAlchemy
 
         return PGVectorSearch(vectorstore, scopes_key)
+    if _pgvectorstore.holds(vectorstore):
+        return _pgvectorstore.PGVectorStoreSearch(vectorstore, scopes_key)
     return _Unfiltered(vectorstore, scopes_key)
 
 
+def check_store(vectorstore: VectorStore, scopes_key: str) -> None:
+    """Refuse, when a retriever is built, a store whose layout keeps no scopes scoped retrieval
+    can read (a `PGVectorStore` with neither a scopes column nor a JSON metadata column),
+    saying how to make it."""
+    if _pgvectorstore.holds(vectorstore):
+        _pgvectorstore.StoreLayout.of(vectorstore, scopes_key)
+
+
 def postgres_setup(vectorstore: VectorStore, *, role: str, scopes_key: str = "scopes") -> list[str]:
-    """The SQL a migration runs once, in order, as the owner of a `PGVector` store's tables, for
-    scoped retrieval and row-level security: the scope keys function, a GIN index on the scopes
-    and an HNSW index on the embeddings, the reader policy (forced on the owner too), and SELECT
-    for `role`, the role the app queries as, on the two tables each search reads.
+    """The SQL a migration runs once, in order, as the owner of a Postgres store's tables, for
+    scoped retrieval and row-level security: the scope ids functions, a generated column of the
+    rows' canonical scope ids with a GIN index on it, an HNSW index on the embeddings, the
+    reader policy (forced on the owner too), and SELECT for `role`, the role the app queries as,
+    on the tables each search reads. For langchain-postgres's `PGVectorStore` (the store its
+    README recommends) and `PGVector`.
 
     Run it once the store has made its tables: `for statement in postgres_setup(store,
-    role="app_reader"): connection.exec_driver_sql(statement)`. The HNSW index needs a store made
-    with `embedding_length`. docs/postgres.md says what `role` must not be allowed to do.
+    role="app_reader"): connection.exec_driver_sql(statement)`. PGVector's HNSW index needs a
+    store made with `embedding_length`. docs/postgres.md says what `role` must not be allowed
+    to do.
     """
-    return _postgres.store_setup(_postgres.PGVECTOR, vectorstore, role, scopes_key)
+    if _pgvectorstore.holds(vectorstore):
+        return _pgvectorstore.setup_statements(vectorstore, role, scopes_key)
+    if not PGVECTOR.holds(vectorstore):
+        raise TypeError(
+            "postgres_setup takes langchain-postgres's PGVectorStore or PGVector store, not "
+            f"{type(vectorstore).__name__}"
+        )
+    return store_setup(PGVECTOR, vectorstore, role, scopes_key)
 
 
 class _Filtered(StorePlan[VectorStore, Any]):
@@ -100,13 +123,43 @@ class _Filtered(StorePlan[VectorStore, Any]):
 
 class _InMemory(_Filtered):
     """Exact, for any reader: LangChain's in-memory store applies a callable to every document
-    before ranking, and the callable is the packer's own rule."""
+    before ranking, and the callable is the packer's own rule (`may_retrieve`: with the records
+    of several ids in one string, for the check after it to name).
+
+    The store calls it for every document of the store on every search, and reading a
+    document's scopes as ids was most of a search's cost (some 70% at 20,000 documents in
+    bench/mcp_recall.py). A store's documents usually share a few scopes values, so each
+    search's callable remembers its verdict per value it has read (`_verdict_key`): the same
+    rule, read once per distinct value and search rather than once per document."""
 
     def filter_for(self, scope_ids: frozenset[str]) -> Any:
+        verdicts: dict[tuple[type, str | tuple[str, ...]], bool] = {}
+
         def readable(document: Document) -> bool:
-            return scopes_within(document.metadata.get(self._key), scope_ids)
+            scopes = document.metadata.get(self._key)
+            key = _verdict_key(scopes)
+            if key is None:
+                return may_retrieve(scopes, scope_ids)
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = may_retrieve(scopes, scope_ids)
+            return verdict
 
         return readable
+
+
+def _verdict_key(scopes: object) -> tuple[type, str | tuple[str, ...]] | None:
+    """What `may_retrieve`'s verdict on `scopes` is remembered under: the value itself, with its
+    type, for a text or a list or tuple of texts (`str` exactly, so that no subclass's own
+    equality or `True == 1` makes two values one); `None` for anything else, which is read
+    every time. Never an object's identity: a value is read once whatever object holds it."""
+    if type(scopes) is str:
+        return str, scopes
+    if (type(scopes) is list or type(scopes) is tuple) and all(
+        type(each) is str for each in scopes
+    ):
+        return type(scopes), tuple(scopes)
+    return None
 
 
 class _Chroma(_Filtered):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Never
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
@@ -11,6 +11,7 @@ from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import RunnableConfig, patch_config
 
 from aizk_integrations._counters import counter_from_langchain
+from aizk_integrations._run.settings import refuse_unknown_keywords
 from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations.langchain._compressor import AizkEvidenceCompressor
 from aizk_integrations.langchain._config import (
@@ -46,7 +47,9 @@ class AizkMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         window: int | None = None,
         reserve: int = 0,
+        **unknown: Never,
     ) -> None:
+        refuse_unknown_keywords(type(self).__name__, unknown, AizkMemoryMiddleware)
         super().__init__()
         check_not_packed(retriever, type(self).__name__)
         self.retriever = retriever

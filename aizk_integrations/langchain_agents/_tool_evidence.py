@@ -11,12 +11,13 @@ note, so evidence is never older than the turn it answers.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Never
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 
 from aizk_integrations._core.rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
+from aizk_integrations._run.settings import refuse_unknown_keywords
 from aizk_integrations.langchain_agents._middleware import MEMORY_MESSAGE_NAME
 
 
@@ -25,8 +26,9 @@ class AizkToolEvidenceMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     holds: for agents whose retriever tool packs with aizk (`AizkEvidenceRetriever`, or a
     retriever piped into `as_runnable()`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, **unknown: Never) -> None:
         # Declared, so an unknown setting is refused by name, as every adapter refuses it.
+        refuse_unknown_keywords(type(self).__name__, unknown, AizkToolEvidenceMiddleware)
         super().__init__()
 
     def wrap_model_call(

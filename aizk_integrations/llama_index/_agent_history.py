@@ -17,11 +17,12 @@ from llama_index.core.memory import BaseMemory, Memory
 from pydantic import ConfigDict, Field, SerializeAsAny
 
 from aizk_integrations._core.rendering import BOUNDARY_LINE, STALE_EVIDENCE_NOTE
+from aizk_integrations._run.settings import KnownSettings
 
 _TOOL_RESULTS = (MessageRole.TOOL, MessageRole.FUNCTION)
 
 
-class AizkToolEvidenceMemory(BaseMemory):
+class AizkToolEvidenceMemory(KnownSettings, BaseMemory):
     """An agent's memory that sends the model no block recalled for an earlier turn.
 
     Give it to `agent.run(..., memory=...)` in place of the memory it wraps: it stores,

@@ -16,7 +16,7 @@ import asyncio
 import copy
 import logging
 from collections.abc import Sequence
-from typing import NamedTuple, Self
+from typing import NamedTuple, Never, Self
 
 from llama_index.core import Settings
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -40,6 +40,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.tools import ToolOutput
 from llama_index.core.types import Thread
 
+from aizk_integrations._run.settings import refuse_unknown_keywords
 from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations._tokens import TokenCounter
 from aizk_integrations.counters import counter_from_llama_index
@@ -257,6 +258,7 @@ class AizkContextChatEngine(_EvidenceChatEngine):
         system_prompt: str | None = None,
         prefix_messages: list[ChatMessage] | None = None,
         context_template: str | PromptTemplate | None = None,
+        **unknown: Never,
     ) -> AizkContextChatEngine:
         """Build the engine as LlamaIndex's `ContextChatEngine.from_defaults` is built.
 
@@ -269,6 +271,7 @@ class AizkContextChatEngine(_EvidenceChatEngine):
         `{context_str}`, and may place `{query_str}` (else the question follows it). There is
         no refine template: the block is never split over calls.
         """
+        refuse_unknown_keywords(f"{cls.__name__}.from_defaults", unknown, cls.from_defaults)
         llm = llm or Settings.llm
         if system_prompt is not None and prefix_messages is not None:
             raise ValueError("give system_prompt or prefix_messages, not both")
@@ -332,10 +335,12 @@ class AizkCondensePlusContextChatEngine(_EvidenceChatEngine):
         context_prompt: str | PromptTemplate | None = None,
         condense_prompt: str | PromptTemplate | None = None,
         skip_condense: bool = False,
+        **unknown: Never,
     ) -> AizkCondensePlusContextChatEngine:
         """Build the engine as LlamaIndex's `CondensePlusContextChatEngine.from_defaults` is
         built; the evidence, window, memory and template rules are `AizkContextChatEngine`'s
         (`context_prompt` is its `context_template`)."""
+        refuse_unknown_keywords(f"{cls.__name__}.from_defaults", unknown, cls.from_defaults)
         llm = llm or Settings.llm
         instructions = []
         if system_prompt:

@@ -12,11 +12,12 @@ from llama_index.core.schema import NodeWithScore
 from llama_index.core.utils import get_tokenizer
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from aizk_integrations._run.settings import KnownSettings
 from aizk_integrations.counters import counter_from_llama_index
 from aizk_integrations.llama_index._postprocessor import AizkEvidencePostprocessor
 
 
-class AizkMemoryBlock(BaseMemoryBlock[str]):
+class AizkMemoryBlock(KnownSettings, BaseMemoryBlock[str]):
     """Recalled evidence as a memory block of LlamaIndex's `Memory`, for agents and chat.
 
     On every read of the memory it retrieves for the latest user message from any retriever

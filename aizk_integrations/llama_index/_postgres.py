@@ -3,8 +3,9 @@
 The store's metadata filters cannot say "every scope of the node is the reader's" (and paste
 their values into the SQL text), so scoped retrieval writes the query itself, as the LangChain
 side does for `PGVector`: in one transaction, the reader's ids set for row-level security and
-whether the policy binds (`_postgres.START_READING`), then the store's own search with the
-readable-row condition beside its vector ordering (`_postgres.pgvectorstore_search`), the rows
+whether the policy binds (`_postgres.reading.START_READING`), then the store's own search with
+the readable-row condition beside its vector ordering (`_postgres.search.pgvectorstore_search`),
+the rows
 built into nodes as the store builds them. Nothing is added to the store or to SQLAlchemy: the
 app's own queries of the store, and every other engine of the process, run as they would
 without this library.
@@ -20,17 +21,15 @@ import sqlalchemy
 from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
 
-from aizk_integrations._scopes.ids import Spellings, spellings
-from aizk_integrations._stores.postgres import (
-    HNSW_SEARCH,
+from aizk_integrations._stores.postgres.condition import reader_ids
+from aizk_integrations._stores.postgres.names import llama_index_table
+from aizk_integrations._stores.postgres.reading import (
     START_READING,
     explaining_a_missing_setup,
-    llama_index_table,
-    pgvectorstore_search,
     reading,
-    spelled,
     vector_text,
 )
+from aizk_integrations._stores.postgres.search import HNSW_SEARCH, pgvectorstore_search
 
 
 class PGVectorStoreSearch:
@@ -74,15 +73,13 @@ class PGVectorStoreSearch:
     def search(
         self, embedding: list[float], top: int, scope_ids: frozenset[str]
     ) -> list[NodeWithScore]:
-        values = spellings(scope_ids)
+        ids = reader_ids(scope_ids)
         with explaining_a_missing_setup(), self._engine.begin() as connection:
-            started = connection.execute(
-                sqlalchemy.text(START_READING), reading(values, self._table)
-            )
+            started = connection.execute(sqlalchemy.text(START_READING), reading(ids, self._table))
             if self._store.hnsw_kwargs:
                 ef_search = str(int(self._store.hnsw_kwargs["hnsw_ef_search"]))
                 connection.execute(sqlalchemy.text(HNSW_SEARCH), {"ef_search": ef_search})
-            statement = self._statement(embedding, top, values, policy=started.one()[-1])
+            statement = self._statement(embedding, top, ids, policy=started.one()[-1])
             rows = connection.execute(statement).all()
         return _scored(rows)
 
@@ -92,17 +89,21 @@ class PGVectorStoreSearch:
         return await asyncio.to_thread(self.search, embedding, top, scope_ids)
 
     def _statement(
-        self, embedding: list[float], top: int, values: Spellings, *, policy: bool
+        self,
+        embedding: list[float],
+        top: int,
+        ids: str,
+        *,
+        policy: bool,
     ) -> sqlalchemy.TextClause:
         sql = pgvectorstore_search(
             self._table,
             self._key,
             halfvec=self._store.use_halfvec,
             policy=policy,
-            ids=len(values),
         )
         return sqlalchemy.text(sql).bindparams(
-            embedding=vector_text(embedding), top=top, reader_ids=spelled(values)
+            embedding=vector_text(embedding), top=top, reader_ids=ids
         )
 
 

@@ -211,10 +211,15 @@ def packed_nodes(
     The postprocessor and scoped retrieval with `evidence` both finish a call here, so a query
     engine tells its logs and tracing handlers the same thing whichever of them packed.
     """
-    report(packing, logger, PER_REQUEST, evidence.scopes_key, THROUGH_RETRIEVAL)
-    _dispatcher.event(AizkEvidencePackedEvent(counts=packing.counts))
+    tell(evidence, packing)
     if not packing.kept:
         return []
     if evidence.return_nodes:
         return kept_nodes(packing, evidence.citation_keys)
     return [block_node(packing)]
+
+
+def tell(evidence: AizkEvidencePostprocessor, packing: Packing[NodeWithScore]) -> None:
+    """What every packing tells: its report to the logs and its event to tracing handlers."""
+    report(packing, logger, PER_REQUEST, evidence.scopes_key, THROUGH_RETRIEVAL)
+    _dispatcher.event(AizkEvidencePackedEvent(counts=packing.counts))

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Never
 
 from llama_index.core import Settings, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -26,9 +26,17 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
-from aizk_integrations._run.paging import Fetched, PageSize, Search, awalk, readable_pages
-from aizk_integrations._run.report import max_fetch_message
+from aizk_integrations._run.paging import (
+    Fetched,
+    PageSize,
+    Search,
+    awalk,
+    readable_pages,
+    scope_check,
+)
+from aizk_integrations._run.report import max_fetch_message, several_ids_message
 from aizk_integrations._run.run import Packing, run
+from aizk_integrations._run.settings import refuse_unknown_keywords
 from aizk_integrations._scopes.directory import ScopeDirectory, require_reader, scopes_of
 from aizk_integrations.llama_index._nodes import NODES
 from aizk_integrations.llama_index._postprocessor import (
@@ -36,6 +44,7 @@ from aizk_integrations.llama_index._postprocessor import (
     CallLimits,
     call_limits,
     packed_nodes,
+    tell,
 )
 from aizk_integrations.llama_index._stores import (
     ScopeFilter,
@@ -52,6 +61,10 @@ logger = logging.getLogger("aizk_integrations.llama_index")
 
 ScopedQuery = Callable[[frozenset[str]], ScopeFilter]
 """What narrows a store query for a reader's scope ids: the protocol for any other store."""
+
+
+_LANGCHAINS = {"k": "similarity_top_k", "search_kwargs": "similarity_top_k"}
+"""LangChain's names for this retriever's settings, which a newcomer from there writes."""
 
 
 class AizkScopedRetriever(BaseRetriever):
@@ -91,7 +104,9 @@ class AizkScopedRetriever(BaseRetriever):
         evidence: AizkEvidencePostprocessor | None = None,
         scoped_query: ScopedQuery | None = None,
         embed_model: BaseEmbedding | None = None,
+        **unknown: Never,
     ) -> None:
+        refuse_unknown_keywords("AizkScopedRetriever", unknown, AizkScopedRetriever, _LANGCHAINS)
         if not isinstance(index, VectorStoreIndex):
             raise TypeError(
                 f"AizkScopedRetriever needs a VectorStoreIndex, not {type(index).__name__}"
@@ -160,42 +175,53 @@ class AizkScopedRetriever(BaseRetriever):
         limits = None if self._evidence is None else call_limits(self._evidence, query_bundle)
         return await awalk(lambda search: self._answer(reader, search, limits), query.asearch)
 
-    def _walk(
-        self,
-        reader: ScopeDirectory,
-        search: Search[NodeWithScore],
-        limits: CallLimits | None,
-        fetched: Fetched,
-    ) -> list[NodeWithScore] | Packing[NodeWithScore]:
-        """What one call reads: the reader's best `similarity_top_k`, or, with `evidence`, the
-        packing of as many as its walk reads, the first page sized to its budget."""
-        if self._evidence is None or limits is None:
-            top = self._top_k
-            return list(islice(self._readable(reader, search, top, fetched), top))
-        evidence = self._evidence
-        budget = evidence.budget if limits["budget"] is None else limits["budget"]
-        first = self._page_size.first(budget, self._top_k)
-        readable = self._readable(reader, search, first, fetched)
-        return run(readable, NODES, evidence, reader=reader, fetched=fetched, **limits)
-
     def _answer(
         self, reader: ScopeDirectory, search: Search[NodeWithScore], limits: CallLimits | None
     ) -> list[NodeWithScore]:
-        """The call's answer, its report sent and what it cost logged."""
-        fetched = Fetched()
-        walked = self._walk(reader, search, limits, fetched)
-        logger.debug(
-            "aizk scoped retrieval: %d store calls, %d nodes fetched",
-            fetched.calls,
-            fetched.returned,
-        )
-        if isinstance(walked, list):
+        """The call's answer: the reader's best `similarity_top_k`, or, with `evidence`, what
+        the postprocessor hands on of the packing, its report and event sent."""
+        if self._evidence is None or limits is None:
+            fetched = Fetched()
+            top = self._top_k
+            found = list(islice(self._readable(reader, search, top, fetched, False), top))
+            _log_cost(fetched)
+            if fetched.several_ids_in_one:
+                several = fetched.several_ids_in_one
+                logger.warning("%s", several_ids_message(several, self._scopes_key))
             if fetched.capped:
-                logger.warning("%s", max_fetch_message(fetched, len(walked)))
-            return walked
-        assert self._evidence is not None
-        self._page_size.learn(walked.tokens_used, len(walked.kept))
-        return packed_nodes(self._evidence, walked)
+                logger.warning("%s", max_fetch_message(fetched, len(found)))
+            return found
+        return packed_nodes(self._evidence, self._packed(reader, self._evidence, search, limits))
+
+    def _packed(
+        self,
+        reader: ScopeDirectory,
+        evidence: AizkEvidencePostprocessor,
+        search: Search[NodeWithScore],
+        limits: CallLimits,
+    ) -> Packing[NodeWithScore]:
+        """The packing of as many of the reader's nodes as the walk reads, the first page sized
+        to its budget, and what the kept ones cost learnt for the next call's first page."""
+        fetched = Fetched()
+        budget = evidence.budget if limits["budget"] is None else limits["budget"]
+        first = self._page_size.first(budget, self._top_k)
+        readable = self._readable(reader, search, first, fetched, True)
+        packing = run(readable, NODES, evidence, reader=reader, fetched=fetched, **limits)
+        _log_cost(fetched)
+        self._page_size.learn(packing.tokens_used, len(packing.kept))
+        return packing
+
+    def _packing_query(
+        self, query_bundle: QueryBundle, embedding: list[float]
+    ) -> tuple[ScopeDirectory, AizkEvidencePostprocessor, _StoreQuery | _PostgresQuery]:
+        """What `packed_retrieval` needs of a bound retriever with `evidence`, or an error."""
+        reader, evidence = self._fixed_reader, self._evidence
+        if reader is None or evidence is None:
+            raise ValueError(
+                "packed_retrieval needs a retriever built with evidence= and bound to a reader "
+                "(for_reader)"
+            )
+        return reader, evidence, self._query(reader, query_bundle, embedding)
 
     def _reader(self) -> ScopeDirectory | None:
         reader = self._fixed_reader
@@ -238,15 +264,66 @@ class AizkScopedRetriever(BaseRetriever):
         search: Search[NodeWithScore],
         first: int,
         fetched: Fetched,
+        to_packer: bool,
     ) -> Iterator[NodeWithScore]:
+        """The reader's nodes, best first, fetched from the store as they are read (with those
+        of several ids in one string when a packer reads them: see `scope_check`)."""
+        check = scope_check(reader, fetched, to_packer=to_packer)
         return readable_pages(
             search,
-            lambda scored: reader.may_read(scopes_of(scored.node.metadata, self._scopes_key)),
+            lambda scored: check(scopes_of(scored.node.metadata, self._scopes_key)),
             lambda scored: scored.node.node_id,
             first=first,
             most=self._max_fetch,
             fetched=fetched,
         )
+
+
+def packed_retrieval(
+    retriever: AizkScopedRetriever, query: str, budget: int | None = None
+) -> Packing[NodeWithScore]:
+    """One call of a scoped retriever built with `evidence` and bound to a reader, as the
+    packing itself (the kept evidence, its public result and counts), packed to `budget` (within
+    the room `fit_to` leaves) or the evidence's own, its report and event sent as the call's
+    would be: how the MCP boundary asks for a recall, reading nothing back out of nodes, events
+    or traces."""
+    bundle = QueryBundle(query)
+    reader, evidence, store_query = retriever._packing_query(bundle, retriever._embedding(bundle))
+    limits = _within(call_limits(evidence, bundle), budget)
+    packing = retriever._packed(reader, evidence, store_query.search, limits)
+    tell(evidence, packing)
+    return packing
+
+
+async def apacked_retrieval(
+    retriever: AizkScopedRetriever, query: str, budget: int | None = None
+) -> Packing[NodeWithScore]:
+    """`packed_retrieval`, asking the store through its async API (an async-only store)."""
+    bundle = QueryBundle(query)
+    embedding = await retriever._embed_model.aget_agg_embedding_from_queries(bundle.embedding_strs)
+    reader, evidence, store_query = retriever._packing_query(bundle, embedding)
+    limits = _within(call_limits(evidence, bundle), budget)
+    packing = await awalk(
+        lambda search: retriever._packed(reader, evidence, search, limits), store_query.asearch
+    )
+    tell(evidence, packing)
+    return packing
+
+
+def _within(limits: CallLimits, budget: int | None) -> CallLimits:
+    """A call's limits with its own `budget`, never above the room the limits already set."""
+    if budget is None:
+        return limits
+    room = limits["budget"]
+    return CallLimits(
+        budget=budget if room is None else min(budget, room), counter=limits["counter"]
+    )
+
+
+def _log_cost(fetched: Fetched) -> None:
+    logger.debug(
+        "aizk scoped retrieval: %d store calls, %d nodes fetched", fetched.calls, fetched.returned
+    )
 
 
 @dataclass

@@ -25,10 +25,11 @@ from llama_index.core.vector_stores import MetadataFilters, SimpleVectorStore
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 from pydantic import BaseModel, ConfigDict, Field
 
-from aizk_integrations._scopes.ids import scopes_within
-from aizk_integrations._stores import postgres as _postgres
+from aizk_integrations._scopes.ids import may_retrieve
 from aizk_integrations._stores.filters import chroma_where, qdrant_filter
 from aizk_integrations._stores.plan import StorePlan, is_a
+from aizk_integrations._stores.postgres.names import PGVECTORSTORE
+from aizk_integrations._stores.postgres.setup import store_setup
 
 if TYPE_CHECKING:
     from aizk_integrations.llama_index._postgres import PGVectorStoreSearch
@@ -93,7 +94,7 @@ def postgres_search(
     """For a `PGVectorStore`, the search of our own that asks it for a reader's nodes (made
     once per retriever: it holds the engine); None for any other store, which is asked through
     its own `query` with `built_in_filter`."""
-    if not _postgres.PGVECTORSTORE.holds(vector_store):
+    if not PGVECTORSTORE.holds(vector_store):
         return None
     from aizk_integrations.llama_index._postgres import PGVectorStoreSearch  # needs SQLAlchemy
 
@@ -117,8 +118,9 @@ class _Qdrant(_Plan):
 class _Simple(_Plan):
     """Exact, for any reader: the store keeps each node's metadata beside its vector, so the
     query is held to the nodes the packer's own rule lets through (`node_ids`). Its filters
-    cannot say it (`ANY` tests substrings of a bare string and fails on a number). A store
-    persisted without metadata is paged."""
+    cannot say it (`ANY` tests substrings of a bare string and fails on a number). With the
+    reader's nodes go those of several ids in one string (`may_retrieve`), for the check after
+    it to name. A store persisted without metadata is paged."""
 
     def filter_for(self, scope_ids: frozenset[str]) -> ScopeFilter:
         data = self._store.data  # type: ignore[attr-defined]  # SimpleVectorStore's own field
@@ -128,7 +130,7 @@ class _Simple(_Plan):
             node_ids=tuple(
                 node_id
                 for node_id, metadata in data.metadata_dict.items()
-                if scopes_within(metadata.get(self._key), scope_ids)
+                if may_retrieve(metadata.get(self._key), scope_ids)
             )
         )
 
@@ -172,15 +174,15 @@ def postgres_setup(
     vector_store: BasePydanticVectorStore, *, role: str, scopes_key: str = "scopes"
 ) -> list[str]:
     """The SQL a migration runs once, in order, as the owner of a `PGVectorStore`'s table, for
-    scoped retrieval and row-level security: the scope keys function, a GIN index on the scopes
-    and an HNSW index on the embeddings, the reader policy (forced on the owner too), and SELECT
-    for `role`, the role the app queries as.
+    scoped retrieval and row-level security: the scope ids functions, a generated column of the
+    rows' canonical scope ids with a GIN index on it, an HNSW index on the embeddings, the
+    reader policy (forced on the owner too), and SELECT for `role`, the role the app queries as.
 
     Run it once the store has made its table (its first `add`): `for statement in
     postgres_setup(vector_store, role="app_reader"): connection.exec_driver_sql(statement)`.
     docs/postgres.md says what `role` must not be allowed to do.
     """
-    return _postgres.store_setup(_postgres.PGVECTORSTORE, vector_store, role, scopes_key)
+    return store_setup(PGVECTORSTORE, vector_store, role, scopes_key)
 
 
 _in_scoped_query: ContextVar[bool] = ContextVar("aizk_in_scoped_query", default=False)

@@ -9,26 +9,30 @@ given a fixed reader refuses to answer over HTTP rather than serve that reader t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-from mcp.server.fastmcp import Context
 
 from aizk_integrations import ScopeDirectory
 from aizk_integrations.mcp._auth import JWTReaderVerifier
+from aizk_integrations.mcp._sdk import AuthenticatedUser, RequestContext
 
-ReaderOf = Callable[[Context[Any, Any, Any]], ScopeDirectory]
+ReaderOf = Callable[[RequestContext], ScopeDirectory]
+
+NOT_OVER_HTTP = (
+    "this server was built for one local reader (reader=) and answers over stdio only; "
+    "serve HTTP with auth=JWTReaderVerifier(...)"
+)
+ONLY_OVER_HTTP = (
+    "this server names each request's reader from its bearer token (auth=) and answers over "
+    "streamable HTTP only; this request carries no verified token. For one local reader over "
+    "stdio, build it with reader= instead"
+)
 
 
 def fixed_reader(reader: ScopeDirectory) -> ReaderOf:
     """The reader a stdio server was started for."""
 
-    def reader_of(context: Context[Any, Any, Any]) -> ScopeDirectory:
+    def reader_of(context: RequestContext) -> ScopeDirectory:
         if context.request_context.request is not None:
-            raise PermissionError(
-                "this server was built for one local reader (reader=) and answers over stdio "
-                "only; serve HTTP with auth=JWTReaderVerifier(...)"
-            )
+            raise PermissionError(NOT_OVER_HTTP)
         return reader
 
     return reader_of
@@ -37,11 +41,11 @@ def fixed_reader(reader: ScopeDirectory) -> ReaderOf:
 def token_reader(verifier: JWTReaderVerifier) -> ReaderOf:
     """The reader of the request's verified bearer token."""
 
-    def reader_of(context: Context[Any, Any, Any]) -> ScopeDirectory:
+    def reader_of(context: RequestContext) -> ScopeDirectory:
         request = context.request_context.request
         user = None if request is None else request.scope.get("user")
         if not isinstance(user, AuthenticatedUser) or user.access_token.claims is None:
-            raise PermissionError("this request carries no verified bearer token")
+            raise PermissionError(ONLY_OVER_HTTP)
         return verifier.reader_of(user.access_token.claims)
 
     return reader_of

@@ -8,23 +8,30 @@ number of workers or replicas behind a load balancer serve it alike.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
 
-from aizk_integrations import ScopeDirectory
+from aizk_integrations import ScopeDirectory, __version__
+from aizk_integrations._defaults import DEFAULT_MAX_BUDGET as MAX_BUDGET
 from aizk_integrations.mcp._auth import JWTReaderVerifier
+from aizk_integrations.mcp._guard import Guard
 from aizk_integrations.mcp._readers import ReaderOf, fixed_reader, token_reader
-from aizk_integrations.mcp._recall import MAX_BUDGET, recall_tool
+from aizk_integrations.mcp._recall import recall_tool
 from aizk_integrations.mcp._retrieval import retrieval_for
 from aizk_integrations.mcp._revisions import (
     RESOURCE_TEMPLATE,
     RevisionResolver,
     canonical_ids,
     revision_text,
+)
+from aizk_integrations.mcp._sdk import (
+    Context,
+    RecallServer,
+    TransportSecuritySettings,
+    auth_settings,
 )
 
 _LOCAL_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
@@ -40,7 +47,7 @@ def recall_server(
     max_budget: int = MAX_BUDGET,
     revisions: RevisionResolver | None = None,
     name: str = "aizk",
-) -> FastMCP:
+) -> RecallServer:
     """An MCP server of the `recall` tool and the `aizk://` revision resources.
 
     `retriever` and `packer` are the app's own: a LangChain `AizkScopedRetriever` (over any
@@ -69,18 +76,17 @@ def recall_server(
     if reader is not None:
         if not isinstance(reader, ScopeDirectory):
             raise TypeError(f"reader must be a ScopeDirectory, not {type(reader).__name__}")
-        # Stateless like the HTTP server, should anyone serve it over HTTP: it then refuses each
-        # request on its own, with no session for a client to wait on.
-        server = FastMCP(name, instructions=_INSTRUCTIONS, stateless_http=True, json_response=True)
+        server = _local_server(name)
         reader_of: ReaderOf = fixed_reader(reader)
     else:
-        assert auth is not None
+        if not isinstance(auth, JWTReaderVerifier):
+            raise TypeError(f"auth must be a JWTReaderVerifier, not {type(auth).__name__}")
         server = _http_server(name, auth)
         reader_of = token_reader(auth)
     server.add_tool(
         recall_tool(retrieval, reader_of, max_budget), name="recall", structured_output=True
     )
-    resolve = retrieval.revision if revisions is None else revisions
+    resolve = retrieval.revisions(revisions)  # `revisions=` first, else the store's lookup
 
     @server.resource(RESOURCE_TEMPLATE, name="revision", mime_type="text/plain")
     async def revision(artifact_id: str, artifact_content_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
@@ -98,28 +104,49 @@ _INSTRUCTIONS = (
 )
 
 
-def _http_server(name: str, auth: JWTReaderVerifier) -> FastMCP:
+def _local_server(name: str) -> RecallServer:
+    """A server for one local reader. Stateless like the HTTP server, should anyone serve it
+    over HTTP: it then refuses each request on its own, with no session for a client to wait
+    on."""
+    http: dict[str, Any] = {"stateless_http": True, "json_response": True}
+    return RecallServer(
+        name, instructions=_INSTRUCTIONS, version=__version__, http=http, guard=_guarded()
+    )
+
+
+def _http_server(name: str, auth: JWTReaderVerifier) -> RecallServer:
     """A stateless streamable HTTP server at the audience's path, answering its own host (and
     this machine's, for a reverse proxy in front of it) and 401 to any request without a
-    token the verifier accepts."""
+    token the verifier accepts (503 while the verifier cannot fetch the keys)."""
     audience = urlsplit(auth.audience)
     host = audience.netloc
     origin = f"{audience.scheme}://{host}"
-    return FastMCP(
-        name,
-        instructions=_INSTRUCTIONS,
-        token_verifier=auth,
-        auth=AuthSettings(
-            issuer_url=AnyHttpUrl(auth.issuer),
-            resource_server_url=AnyHttpUrl(auth.audience),
-            validate_token_resource=True,
-        ),
-        streamable_http_path=audience.path or "/",
-        stateless_http=True,
-        json_response=True,
-        transport_security=TransportSecuritySettings(
+    http: dict[str, Any] = {
+        "streamable_http_path": audience.path or "/",
+        "stateless_http": True,
+        "json_response": True,
+        "transport_security": TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=[host, *_LOCAL_HOSTS],
             allowed_origins=[origin, *_LOCAL_ORIGINS],
         ),
+    }
+    return RecallServer(
+        name,
+        instructions=_INSTRUCTIONS,
+        version=__version__,
+        http=http,
+        guard=_guarded(auth),
+        auth=auth_settings(auth.issuer, auth.audience),
+        token_verifier=auth,
     )
+
+
+def _guarded(auth: JWTReaderVerifier | None = None) -> Callable[[Starlette], None]:
+    """What puts the `Guard` in front of an app of this server."""
+    keys_ready = None if auth is None else auth._keys_ready
+
+    def guard(app: Starlette) -> None:
+        app.add_middleware(Guard, keys_ready=keys_ready)
+
+    return guard

@@ -26,7 +26,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import ScopeDirectory
-from aizk_integrations._stores import postgres as _postgres
+from aizk_integrations._stores.postgres.names import PGVECTOR_TABLE, StoreTable, llama_index_table
+from aizk_integrations._stores.postgres.setup import embedding_index, setup
 from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
     AizkEvidenceRetriever,
@@ -124,12 +125,12 @@ def owner_pgvectorstore(database: Server, table_name: str) -> PGVectorStore:
     )
 
 
-def secure(database: Server, table: _postgres.StoreTable, role: str, *, hnsw: bool) -> None:
+def secure(database: Server, table: StoreTable, role: str, *, hnsw: bool) -> None:
     """The migration `postgres_setup` writes, on `table`, as its owner; without the HNSW index
     when `hnsw` is false, so that every search ranks exactly (as on a small table)."""
-    statements = _postgres.setup(table, "scopes", role)
+    statements = setup(table, "scopes", role)
     if not hnsw:
-        statements.remove(_postgres.embedding_index(table))
+        statements.remove(embedding_index(table))
     _run(database, *statements, f'ANALYZE "{table.schema}"."{table.name}"')
 
 
@@ -204,10 +205,10 @@ class PostgresStore(Store):
             asyncio.run(owner.close())
 
     @property
-    def table(self) -> _postgres.StoreTable:
+    def table(self) -> StoreTable:
         if self.kind == "langchain-pgvector":
-            return _postgres.PGVECTOR_TABLE
-        return _postgres.llama_index_table(self._name)
+            return PGVECTOR_TABLE
+        return llama_index_table(self._name)
 
     def scoped(self, reader: ScopeDirectory, query: str, k: int) -> list[str]:
         if self.kind == "langchain-pgvector":

@@ -803,7 +803,7 @@ def test_a_misbehaving_token_counter_names_the_item_it_failed_on(
         ),
         ({"token_counter": 4}, "token_counter\n  Input should be callable"),
         ({"budget_covers": "everything"}, "budget_covers"),
-        ({"budgett": 10}, "budgett\n  Extra inputs are not permitted"),
+        ({"budgett": 10}, r"budgett\n  'budgett' is not a setting of \w+; did you mean 'budget'\?"),
     ],
 )
 def test_bad_settings_fail_when_the_adapter_is_built(

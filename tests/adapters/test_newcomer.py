@@ -7,26 +7,31 @@ missing, the list that scopes written as one string should be.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import socket
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.vectorstores import InMemoryVectorStore
-from llama_index.core import VectorStoreIndex
+from llama_index.core import Settings, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import Memory
 from llama_index.core.schema import TextNode
 from pydantic import ValidationError
 
-from aizk_integrations import PUBLIC, EvidenceError, ScopeDirectory, scope_metadata
+from aizk_integrations import PUBLIC, ScopeDirectory, scope_metadata
 from aizk_integrations import langchain as aizk_langchain
 from aizk_integrations import langchain_agents as aizk_agents
 from aizk_integrations import llama_index as aizk_llama_index
+from aizk_integrations.counters import counter_from_langchain, counter_from_llama_index
 
 NOTES = ["The club meets on Thursdays.", "Bring the Piranesi copies."]
 
@@ -127,6 +132,21 @@ def adapters_built_with(extra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+NEAR_MISSES = {
+    "AizkEvidenceCompressor": ("budjet", "budget"),
+    "AizkEvidenceRetriever": ("compresor", "compressor"),
+    "langchain.AizkScopedRetriever": ("scopes_kye", "scopes_key"),
+    "AizkMemoryMiddleware": ("reserv", "reserve"),
+    "AizkToolEvidenceMiddleware": ("window", None),  # it takes no setting to be near
+    "AizkEvidencePostprocessor": ("allow_unscopped", "allow_unscoped"),
+    "llama_index.AizkScopedRetriever": ("k", "similarity_top_k"),  # LangChain's name for it
+    "AizkContextChatEngine": ("system_promt", "system_prompt"),
+    "AizkCondensePlusContextChatEngine": ("condense_promt", "condense_prompt"),
+    "AizkMemoryBlock": ("prority", "priority"),
+    "AizkToolEvidenceMemory": ("memroy", "memory"),
+}
+
+
 @pytest.mark.parametrize("name", list(adapters_built_with({})))
 def test_every_adapter_refuses_a_setting_it_does_not_take_by_name(name: str) -> None:
     assert adapters_built_with({})[name]() is not None  # each builds with its own settings
@@ -134,18 +154,69 @@ def test_every_adapter_refuses_a_setting_it_does_not_take_by_name(name: str) -> 
         adapters_built_with({"bogus_setting": 1})[name]()
 
 
+@pytest.mark.parametrize("name", list(adapters_built_with({})))
+def test_every_adapter_names_the_setting_a_misspelled_one_meant(name: str) -> None:
+    typo, meant = NEAR_MISSES[name]
+    with pytest.raises((TypeError, ValidationError)) as raised:
+        adapters_built_with({typo: 1})[name]()
+    said = f"{typo!r} is not a setting of {name.rpartition('.')[2]}"  # or of its from_defaults
+    if meant is None:
+        assert f"{said}, which takes none" in str(raised.value)
+    else:
+        assert said in str(raised.value)
+        assert f"; did you mean {meant!r}?" in str(raised.value)
+
+
+def test_the_readmes_misspelled_budget_is_answered_with_the_budget() -> None:
+    with pytest.raises(ValidationError) as raised:
+        aizk_langchain.AizkEvidenceCompressor(budjet=200)  # type: ignore[call-arg]  # the point
+    [error] = raised.value.errors()
+    assert error["loc"] == ("budjet",)
+    assert error["msg"] == (
+        "'budjet' is not a setting of AizkEvidenceCompressor; did you mean 'budget'?"
+    )
+
+
 # LangChain's fallback counter warns before it fails to import transformers: here warnings are
 # errors, while a user's run shows the warning and goes on to the ImportError this test reads.
 @pytest.mark.filterwarnings("ignore:Using fallback GPT-2 tokenizer:UserWarning")
-def test_a_token_counter_missing_its_package_is_said_whole_with_the_ways_out() -> None:
-    packer = aizk_langchain.AizkEvidenceCompressor.for_model(FakeListChatModel(responses=["x"]))
-    public = Document("The club meets on Thursdays.", metadata=scope_metadata(PUBLIC))
-    with pytest.raises(EvidenceError) as raised:
-        packer.compress_documents([public], "club")
+@pytest.mark.parametrize("framework", ["langchain", "llama_index"])
+def test_a_token_counter_that_cannot_load_is_refused_when_the_packer_is_built(
+    framework: str,
+) -> None:
+    model = FakeListChatModel(responses=["x"])  # counts with GPT-2, which needs transformers
+    builds: dict[str, Callable[[], object]] = {
+        "langchain": lambda: aizk_langchain.AizkEvidenceCompressor.for_model(model),
+        "llama_index": lambda: aizk_llama_index.AizkEvidencePostprocessor(
+            token_counter=counter_from_langchain(model), budget_covers="block"
+        ),
+    }
+    with pytest.raises(ValidationError) as raised:
+        builds[framework]()
     message = str(raised.value)
     assert "Please install it with `pip install transformers`" in message  # not cut short
-    assert "token_counter= one of aizk_integrations.counters" in message
-    assert "chars_per_token=" in message
+    assert "count another way that works offline: chars_per_token=" in message
+    assert "counter_from_llama_index(tokenizer)" in message
+    assert "LlamaIndex's Settings.tokenizer, whose encoding ships with llama-index-core" in message
+    assert "tiktoken.get_encoding(...) downloads the encoding on first use" in message
+
+
+@pytest.mark.parametrize(
+    "offline",
+    [{"chars_per_token": 3.5}, {"token_counter": counter_from_llama_index(Settings.tokenizer)}],
+    ids=["chars_per_token", "Settings.tokenizer"],
+)
+def test_the_ways_out_the_message_names_count_without_a_network(
+    offline: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise ConnectionError("offline")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    packer = aizk_langchain.AizkEvidenceCompressor(budget_covers="block", **offline)
+    public = Document("The club meets on Thursdays.", metadata=scope_metadata(PUBLIC))
+    [block] = packer.compress_documents([public], "club")
+    assert "The club meets on Thursdays." in block.page_content
 
 
 def test_scopes_written_as_several_ids_in_one_string_are_said_to_be_a_list(
@@ -198,3 +269,69 @@ def test_a_reader_lost_in_a_compression_retriever_names_both_parts_it_never_reac
         "retriever nor its compressor: use AizkEvidenceRetriever(base_retriever=..., "
         "compressor=...) in its place, which carries it to both"
     ) in caplog.text
+
+
+def scoped_store() -> InMemoryVectorStore:
+    store = InMemoryVectorStore(embedding=DeterministicFakeEmbedding(size=16))
+    store.add_documents([Document("Sam's own note.", metadata=scope_metadata("sam"))])
+    return store
+
+
+def test_a_plain_chain_with_no_reader_is_told_to_name_one_and_nothing_about_other_retrievers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = scoped_store()
+    scoped = aizk_langchain.AizkScopedRetriever(vectorstore=store) | (
+        aizk_langchain.AizkEvidenceCompressor().as_runnable()
+    )
+    plain = store.as_retriever() | aizk_langchain.AizkEvidenceCompressor().as_runnable()
+    with caplog.at_level(logging.WARNING, logger="aizk_integrations"):
+        assert scoped.invoke("note") == ""
+        assert plain.invoke("note") == ""
+        assert aizk_langchain.AizkScopedRetriever(vectorstore=store).invoke("note") == []
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 3
+    for warning in warnings:
+        assert "pass this request's reader as config={'configurable': {'aizk_reader': reader}}" in (
+            warning
+        )
+        assert "ContextualCompressionRetriever" not in warning
+
+
+def mistyped_paths() -> dict[str, Any]:
+    store = scoped_store()
+    packer = aizk_langchain.AizkEvidenceCompressor()
+    scoped = aizk_langchain.AizkScopedRetriever(vectorstore=store)
+    middleware = aizk_agents.AizkMemoryMiddleware(scoped)
+    agent = create_agent(FakeListChatModel(responses=["ok"]), middleware=[middleware])
+    return {
+        "scoped | packer": lambda config: (scoped | packer.as_runnable()).invoke("note", config),
+        "scoped alone": lambda config: scoped.invoke("note", config),
+        "scoped alone, async": lambda config: asyncio.run(scoped.ainvoke("note", config)),
+        "retriever | packer": lambda config: (store.as_retriever() | packer.as_runnable()).invoke(
+            "note", config
+        ),
+        "AizkEvidenceRetriever": lambda config: aizk_langchain.AizkEvidenceRetriever(
+            base_retriever=scoped
+        ).invoke("note", config),
+        "AizkMemoryMiddleware": lambda config: agent.invoke(
+            {"messages": [{"role": "user", "content": "note"}]}, config
+        ),
+    }
+
+
+@pytest.mark.parametrize("path", list(mistyped_paths()))
+def test_a_misspelled_reader_key_is_the_error_first_and_alone_on_every_path(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    sam = ScopeDirectory.for_caller("sam", {})
+    with (
+        caplog.at_level(logging.WARNING, logger="aizk_integrations"),
+        pytest.raises(ValueError, match="aizk_readr") as raised,
+    ):
+        mistyped_paths()[path]({"configurable": {"aizk_readr": sam}})
+    assert str(raised.value) == (
+        "configurable 'aizk_readr' is not an aizk setting; did you mean 'aizk_reader'? "
+        "(the known keys: 'aizk_reader', 'aizk_budget', 'aizk_room')"
+    )
+    assert caplog.records == []  # no warning of a missing reader before it

@@ -23,18 +23,20 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations._scopes.ids import scopes_within
-from aizk_integrations._stores.postgres import (
+from aizk_integrations._stores.postgres.condition import readable_row, reader_ids
+from aizk_integrations._stores.postgres.names import StoreTable
+from aizk_integrations._stores.postgres.reading import (
     ITERATIVE_SCAN,
     PREFER_VECTOR_INDEX,
     ROW_SECURITY_ACTIVE,
     SET_READER_IDS,
-    StoreTable,
+)
+from aizk_integrations._stores.postgres.setup import (
     embedding_index,
-    readable_row,
-    reader_ids,
     reading_grants,
     row_security,
-    scope_keys_function,
+    scope_ids_column,
+    scope_ids_functions,
     scopes_index,
 )
 from tests.postgres import Server, fresh_database
@@ -44,7 +46,7 @@ KEY = "scopes"
 UUID = "019820a1-0000-7000-8000-000000000001"
 HEX, URN, BRACED = UUID.replace("-", ""), f"urn:uuid:{UUID}", f"{{{UUID}}}"
 SAM = reader_ids(["sam", "7", UUID])
-"""Sam's ids, as bound: each UUID spelling, `"7"`, `"sam"`, then the number 7."""
+"""Sam's ids, as bound: canonical, as the packer holds them, whatever spellings rows hold."""
 APP, OWNER, BYPASS = "aizk_sql_app", "aizk_sql_owner", "aizk_sql_bypass"
 NOTES = StoreTable("public", "notes", metadata="cmetadata")
 LOOSE = StoreTable("public", "loose_notes", metadata="cmetadata")
@@ -73,7 +75,8 @@ def server(postgres_server: Server) -> Iterator[Server]:
 
 
 def _create_roles_and_tables(connection: Connection) -> None:
-    connection.exec_driver_sql(scope_keys_function(NOTES))
+    for function in scope_ids_functions(NOTES):
+        connection.exec_driver_sql(function)
     connection.execute(text(f"CREATE ROLE {APP} LOGIN NOBYPASSRLS"))
     connection.execute(text(f"CREATE ROLE {OWNER} LOGIN NOBYPASSRLS"))
     connection.execute(text(f"CREATE ROLE {BYPASS} LOGIN BYPASSRLS"))
@@ -81,6 +84,7 @@ def _create_roles_and_tables(connection: Connection) -> None:
         connection.execute(
             text(f"CREATE TABLE {table.name} (id text PRIMARY KEY, cmetadata jsonb)")
         )
+        connection.exec_driver_sql(scope_ids_column(table, KEY))
         connection.execute(text(f"ALTER TABLE {table.name} OWNER TO {OWNER}"))
         rows = [{"id": n.id, "metadata": json.dumps(n.metadata)} for n in STORED]
         insert = f"INSERT INTO {table.name} VALUES (:id, CAST(:metadata AS jsonb))"
@@ -90,15 +94,17 @@ def _create_roles_and_tables(connection: Connection) -> None:
         connection.exec_driver_sql(f"GRANT SELECT ON {table.name} TO {BYPASS}")
     for statement in row_security(NOTES, KEY):
         connection.exec_driver_sql(statement)
-    enable, _, policy = row_security(LOOSE, KEY)  # enabled, not forced
-    connection.exec_driver_sql(enable)
-    connection.exec_driver_sql(policy)
+    enable, _, drop, policy = row_security(LOOSE, KEY)  # enabled, not forced
+    for statement in (enable, drop, policy):
+        connection.exec_driver_sql(statement)
 
 
 def _is_readable(connection: Connection, metadata_type: str, stored: str | None, ids: str) -> bool:
     """Whether a row whose metadata holds `stored` under the key (None: no key) is readable."""
     metadata = json.dumps({} if stored is None else {KEY: json.loads(stored)})
-    row = f"(SELECT CAST(:metadata AS {metadata_type}) AS cmetadata) AS notes"
+    metadata_column = f"CAST(:metadata AS {metadata_type})"
+    generated = f"public.aizk_scope_ids({metadata_column}::jsonb -> '{KEY}') AS aizk_{KEY}"
+    row = f"(SELECT {metadata_column} AS cmetadata, {generated}) AS notes"  # as the column is
     condition = readable_row(NOTES, KEY)
     query = text(f"SELECT count(*) FROM {row} WHERE {condition}")
     return bool(connection.execute(query, {"metadata": metadata, "reader_ids": ids}).scalar())
@@ -116,7 +122,7 @@ ID_FORMS = [
     (f'"{UUID.upper()}"', SAM, True),  # the reader's spellings include the upper case,
     (f'["{HEX}", "{HEX.upper()}"]', SAM, True),  # the bare hex,
     (f'["{URN}", "{BRACED.upper()}"]', SAM, True),  # the URN and braces
-    (f'["{UUID.upper()}"]', json.dumps(["sam", UUID]), False),  # ... and here they do not
+    (f'["{UUID.upper()}"]', json.dumps(["sam", UUID]), True),  # read as canonical ids
     ("7.0", SAM, False),  # a float is no id, though jsonb compares it equal to 7
     ("[7.0]", SAM, False),
     ('["7.0"]', SAM, False),
@@ -175,7 +181,29 @@ def test_the_database_reads_a_row_as_readable_exactly_when_the_packer_does(
     assert found is scopes_within(stored, frozenset(reader))
 
 
+_TEXT = st.sampled_from(["sam", "ana", "7", UUID, UUID.upper(), HEX, URN, BRACED, "", "sam,ana"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    stored=st.lists(st.one_of(_TEXT, st.none()), max_size=4),
+    reader=st.sets(st.sampled_from(["sam", "ana", "7", UUID])),
+)
+def test_a_text_array_column_is_read_as_the_packer_reads_its_ids(
+    superuser: Connection, stored: list[str | None], reader: set[str]
+) -> None:
+    """A `PGVectorStore` may keep the scopes in a text[] column of their own; the column of
+    canonical ids the database generates from it reads each as the packer does."""
+    ids = superuser.execute(
+        text("SELECT public.aizk_scope_ids(CAST(:stored AS text[]))"), {"stored": stored}
+    ).scalar_one()
+    readable = bool(ids) and set(ids) <= reader  # the empty text is nobody's id
+    assert readable is scopes_within(stored, frozenset(reader))
+
+
 def test_a_scopes_key_that_is_not_a_plain_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="plain name"):
+        scope_ids_column(NOTES, "scopes:x")
     with pytest.raises(ValueError, match="plain name"):
         readable_row(NOTES, "scopes:x")
 
@@ -408,6 +436,7 @@ def _create_ranked(superuser: Connection) -> None:
             "   ELSE 'user-' || n % 100 END))"
             " FROM generate_series(1, 10003) AS n"
         ))  # fmt: skip
+        superuser.exec_driver_sql(scope_ids_column(RANKED, KEY))
         superuser.exec_driver_sql(scopes_index(RANKED, KEY))
         superuser.exec_driver_sql(embedding_index(RANKED))
         for statement in [*row_security(RANKED, KEY), *reading_grants(APP, RANKED)]:
@@ -437,7 +466,7 @@ def _uses(plan: list[str], step: str) -> bool:
     return any(step in line for line in plan)
 
 
-SCOPES_SCAN = "Bitmap Index Scan on ranked_aizk_scopes"
+SCOPES_SCAN = "Bitmap Index Scan on ranked_aizk_scopes_ids"
 VECTOR_SCAN = "Index Scan using ranked_aizk_embedding"
 
 

@@ -27,17 +27,15 @@ from llama_index.vector_stores.postgres import PGVectorStore
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from aizk_integrations._stores.postgres import (
-    PGVECTOR_TABLE,
-    SET_READER_IDS,
-    StoreTable,
+from aizk_integrations._stores.postgres.condition import readable_row, reader_ids
+from aizk_integrations._stores.postgres.names import PGVECTOR_TABLE, StoreTable, llama_index_table
+from aizk_integrations._stores.postgres.reading import SET_READER_IDS
+from aizk_integrations._stores.postgres.setup import (
     embedding_index,
-    llama_index_table,
-    readable_row,
-    reader_ids,
     reading_grants,
     row_security,
-    scope_keys_function,
+    scope_ids_column,
+    scope_ids_functions,
     scopes_index,
 )
 from tests.postgres import Server, fresh_database
@@ -102,7 +100,8 @@ def server(postgres_server: Server) -> Iterator[Server]:
 def _secure(server: Server, table: StoreTable) -> None:
     """Index `table`, put it under the policy and let the app's role read it, as a migration
     would."""
-    statements = [scope_keys_function(table), scopes_index(table, "scopes")]
+    statements = [*scope_ids_functions(table), scope_ids_column(table, "scopes")]
+    statements += [scopes_index(table, "scopes")]
     statements += [embedding_index(table), *row_security(table, "scopes")]
     statements += reading_grants(APP, table)
     engine = create_engine(server.url())
@@ -125,7 +124,9 @@ def _scopes_index_serves(server: Server, table: StoreTable) -> bool:
         with engine.begin() as connection:
             connection.execute(text("SET LOCAL enable_seqscan = off"))
             plan = connection.execute(query, {"reader_ids": reader_ids(["sam"])}).scalars()
-            return any(f"Bitmap Index Scan on {table.name}_aizk_scopes" in line for line in plan)
+            return any(
+                f"Bitmap Index Scan on {table.name}_aizk_scopes_ids" in line for line in plan
+            )
     finally:
         engine.dispose()
 

@@ -37,7 +37,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import ScopeDirectory
-from aizk_integrations._stores.postgres import PGVECTOR_TABLE, llama_index_table
+from aizk_integrations._stores.postgres.names import PGVECTOR_TABLE, llama_index_table
 from aizk_integrations.langchain import (
     AizkEvidenceCompressor,
     AizkEvidenceRetriever,
@@ -336,9 +336,11 @@ def test_each_readers_block_is_the_block_a_table_of_only_their_rows_gives(
 # -- one query per request ---------------------------------------------------------------------
 
 
-CHECKED = "-> 'scopes'"
+CHECKED = '"aizk_scopes"'
 """What every scoped query's SQL holds, whichever condition it carries: the row's scopes."""
-LOOKED_UP = "aizk_scope_keys"
+GUARDED = '"aizk_scopes"[1] IN (SELECT reader_id'
+"""What a scoped query's SQL holds when it checks each row exactly (`WITHIN_READER`)."""
+LOOKED_UP = "'{\"\"}'::text[]) &&"
 """What a scoped query's SQL holds when it looks the reader's rows up itself (`INDEX_LOOKUP`)."""
 
 
@@ -384,17 +386,17 @@ def test_once_a_retriever_has_learnt_what_notes_cost_most_requests_are_one_query
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_under_the_policy_the_query_guards_a_small_reader_by_containment_a_large_by_hash(
+def test_under_the_policy_the_query_of_any_reader_only_guards_with_the_exact_check(
     database: Server, best_of_own: Oracle, path: str
 ) -> None:
-    large = sized(READERS[4], 100)  # 100 scopes, half UUIDs: hundreds of spellings
+    large = sized(READERS[4], 1000)  # 1,000 scopes, half UUIDs, as a directory-synced reader
     want = best_of_own(framework_of(path), READERS[4], QUESTIONS[0])
-    for reader, guard in ((READERS[4], "<@"), (large, "NOT IN")):
+    for reader in (READERS[4], large):
         statements: list[str] = []
         with scoped_queries(statements):
             assert answers(database, path, [(reader, QUESTIONS[0])]) == [want]
         assert statements
-        assert all(guard in statement for statement in statements)
+        assert all(GUARDED in statement for statement in statements)
         assert not any(LOOKED_UP in statement for statement in statements)
 
 
@@ -421,12 +423,12 @@ NO_FILTER = "(CAST(:reader_ids AS text) IS NOT NULL OR true)"
 @pytest.fixture
 def filter_removed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both retrievers' queries without the readable-row condition: only the policy is left."""
-    import aizk_integrations._stores.postgres as postgres
+    from aizk_integrations._stores.postgres import search
 
-    def no_filter(table: object, key: str, *, policy: bool, ids: int) -> str:
+    def no_filter(table: object, key: str, *, policy: bool) -> str:
         return NO_FILTER
 
-    monkeypatch.setattr(postgres, "reader_condition", no_filter)
+    monkeypatch.setattr(search, "reader_condition", no_filter)
 
 
 def _raw(database: Server, path: str, role: str, reader: str, top: int) -> list[list[str]]:
@@ -642,7 +644,9 @@ def test_postgres_setup_refuses_a_store_that_is_not_its_frameworks_postgres_stor
     from langchain_core.vectorstores import InMemoryVectorStore
     from llama_index.core.vector_stores import SimpleVectorStore
 
-    with pytest.raises(TypeError, match="takes langchain-postgres's PGVector store, not "):
+    with pytest.raises(
+        TypeError, match="takes langchain-postgres's PGVectorStore or PGVector store, not "
+    ):
         postgres_setup(InMemoryVectorStore(WordEmbeddings()), role="app")
     with pytest.raises(TypeError, match="takes LlamaIndex's PGVectorStore, not "):
         llama_index_postgres_setup(SimpleVectorStore(), role="app")

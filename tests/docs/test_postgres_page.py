@@ -8,15 +8,15 @@ import re
 
 import pytest
 
-from aizk_integrations._stores.postgres import (
+from aizk_integrations._stores.postgres.names import PGVECTOR_TABLE
+from aizk_integrations._stores.postgres.reading import (
     ITERATIVE_SCAN,
-    PGVECTOR_TABLE,
     PREFER_VECTOR_INDEX,
     ROW_SECURITY_ACTIVE,
     SET_READER_IDS,
     START_READING,
-    setup,
 )
+from aizk_integrations._stores.postgres.setup import reader_setup
 from tests.docs.pages import DOCS, blocks
 
 PAGE = DOCS / "postgres.md"
@@ -37,8 +37,9 @@ def _shown() -> set[str]:
     return shown
 
 
-COMPOSED = setup(PGVECTOR_TABLE, "scopes", "app_reader")
-"""What `postgres_setup(store, role="app_reader")` returns for PGVector's table."""
+COMPOSED = reader_setup(PGVECTOR_TABLE, "scopes", "app_reader")
+"""What `postgres_setup(store, role="app_reader")` returns for PGVector's table, for scoped
+retrieval (the revision statements after them are the MCP boundary's)."""
 
 
 @pytest.mark.parametrize("statement", COMPOSED)

@@ -19,6 +19,9 @@ SAM_REVISION = ("019820a1-0000-7000-8000-00000000a001", "019820a4-0000-7000-8000
 ANA_REVISION = ("019820a1-0000-7000-8000-00000000a002", "019820a4-0000-7000-8000-00000000c002")
 CLUB_REVISION = ("019820a1-0000-7000-8000-00000000a003", "019820a4-0000-7000-8000-00000000c003")
 MIXED_REVISION = ("019820a1-0000-7000-8000-00000000a004", "019820a4-0000-7000-8000-00000000c004")
+SPELLED_REVISION = ("019820a1-0000-7000-8000-00000000a005", "019820a4-0000-7000-8000-00000000c005")
+"""A revision whose two items write its ids in other spellings the packer reads: capitals,
+braces, a URN and bare hex."""
 NOWHERE = ("019820a1-0000-7000-8000-00000000a0ff", "019820a4-0000-7000-8000-00000000c0ff")
 
 SAM_PLAN = (
@@ -39,6 +42,19 @@ def _in(revision: tuple[str, str]) -> dict[str, str]:
     return {"artifact_id": revision[0], "artifact_content_id": revision[1]}
 
 
+def _spelled(revision: tuple[str, str], way: int) -> dict[str, str]:
+    artifact, content = revision
+    if way == 0:
+        return {"artifact_id": artifact.upper(), "artifact_content_id": f"{{{content}}}"}
+    return {"artifact_id": f"urn:uuid:{artifact}", "artifact_content_id": content.replace("-", "")}
+
+
+def item_id(position: int) -> str:
+    """The id the stores keep the note at `position` under: ids that sort as the notes are
+    stored, since Qdrant lists points in the order of their ids."""
+    return f"00000000-0000-4000-8000-{position:012x}"
+
+
 def notes() -> list[tuple[str, dict[str, Any]]]:
     """(text, metadata) of every note, in the order they are stored."""
     stored: list[tuple[str, dict[str, Any]]] = [
@@ -51,6 +67,8 @@ def notes() -> list[tuple[str, dict[str, Any]]]:
             {**scope_metadata(["sam", "org-club"]), **_in(MIXED_REVISION)},
         ),
         (f"Sam alone {SAM_MARKER}.", {**scope_metadata("sam"), **_in(MIXED_REVISION)}),
+        ("Spelled one.", {**scope_metadata("sam"), **_spelled(SPELLED_REVISION, 0)}),
+        ("Spelled two.", {**scope_metadata("sam"), **_spelled(SPELLED_REVISION, 1)}),
     ]
     for n in range(12):
         stored.append((f"Sam's note {n} {SAM_MARKER} on the reranker.", scope_metadata("sam")))

@@ -1,24 +1,23 @@
 """The recall server made from each framework's retrieval over the shared corpus, and an SDK
-client session connected to it in memory."""
+client session connected to it in memory (tests/mcp/sdk.py, on either major of the SDK)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 from llama_index.core import VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import TextNode
-from mcp import ClientSession
-from mcp.server.fastmcp import FastMCP
-from mcp.shared.memory import create_connected_server_and_client_session
 
 from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRetriever
 from aizk_integrations.llama_index import AizkEvidencePostprocessor
 from aizk_integrations.mcp import recall_server
+from aizk_integrations.mcp._sdk import RecallServer
 from tests.mcp.corpus import langchain_store, notes
+from tests.mcp.sdk import connected
+
+__all__ = ["FRAMEWORKS", "connected", "llama_index", "made_with"]
 
 FRAMEWORKS = ("langchain", "llama_index")
 
@@ -38,16 +37,9 @@ def llama_index() -> VectorStoreIndex:
     return VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
 
 
-def made_with(framework: str, **settings: Any) -> FastMCP:
+def made_with(framework: str, **settings: Any) -> RecallServer:
     """A recall server over the corpus, from `framework`'s scoped retrieval and packer."""
     if framework == "langchain":
         retriever = LangChainScopedRetriever(vectorstore=langchain_store())
         return recall_server(retriever, AizkEvidenceCompressor(), **settings)
     return recall_server(llama_index(), AizkEvidencePostprocessor(), **settings)
-
-
-@asynccontextmanager
-async def connected(server: FastMCP, **callbacks: Any) -> AsyncIterator[ClientSession]:
-    """The SDK's own client, initialized, talking to `server` in memory (one local user)."""
-    async with create_connected_server_and_client_session(server, **callbacks) as session:
-        yield session

@@ -1,6 +1,9 @@
 """The frameworks' own MCP clients, end to end over streamable HTTP with a bearer token: a
 LangChain agent through langchain-mcp-adapters, and a LlamaIndex agent through
-llama-index-tools-mcp, each calling `recall` as its model asks and getting its reader's block."""
+llama-index-tools-mcp, each calling `recall` as its model asks and getting its reader's block.
+
+Each is tested on the SDK major it installs beside: langchain-mcp-adapters requires mcp<2 (the
+main test environment), llama-index-tools-mcp 0.6 requires mcp>=2 (.ci/mcp2) and 0.4 mcp<2."""
 
 from __future__ import annotations
 
@@ -16,7 +19,6 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_mcp_adapters.client import MultiServerMCPClient
 from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms import MockFunctionCallingLLM
@@ -25,6 +27,7 @@ from llama_index.tools.mcp import BasicMCPClient, McpToolSpec
 
 from tests.mcp.corpus import ANA_MARKER, SAM_MARKER
 from tests.mcp.http import Served
+from tests.mcp.sdk import SDK_2
 
 RECALL = {"query": "the reranker", "budget": 512}
 
@@ -44,8 +47,13 @@ class ToolCallingFake(GenericFakeChatModel):
 
 
 def test_a_langchain_agent_recalls_through_langchain_mcp_adapters(served: Served) -> None:
+    adapters = pytest.importorskip(
+        "langchain_mcp_adapters.client",
+        reason="langchain-mcp-adapters requires mcp<2: it is tested beside mcp 1.x",
+    )
+
     async def scenario() -> list[ToolMessage]:
-        client = MultiServerMCPClient(
+        client = adapters.MultiServerMCPClient(
             {
                 "aizk": {
                     "transport": "streamable_http",
@@ -54,7 +62,7 @@ def test_a_langchain_agent_recalls_through_langchain_mcp_adapters(served: Served
                 }
             }
         )
-        tools = await client.get_tools()
+        tools: list[BaseTool] = await client.get_tools()
         said: Iterator[AIMessage] = iter(
             [
                 AIMessage("", tool_calls=[{"name": "recall", "args": RECALL, "id": "call-1"}]),
@@ -85,7 +93,7 @@ def test_a_llama_index_agent_recalls_through_llama_index_tools_mcp(served: Serve
     async def scenario() -> list[ToolCallResult]:
         # Our own HTTP client, closed when done: BasicMCPClient never closes one it makes.
         bearer = {"Authorization": f"Bearer {served.token('ana')}"}
-        async with httpx.AsyncClient(headers=bearer, timeout=60) as http:
+        async with _http_client(bearer) as http:
             client = BasicMCPClient(served.url, http_client=http)
             tools: list[LlamaIndexTool | Callable[..., Any]] = [
                 *await McpToolSpec(client=client).to_tool_list_async()
@@ -105,3 +113,12 @@ def test_a_llama_index_agent_recalls_through_llama_index_tools_mcp(served: Serve
     assert not result.tool_output.is_error
     assert ANA_MARKER in str(result.tool_output.content)
     assert SAM_MARKER not in str(result.tool_output)
+
+
+def _http_client(headers: dict[str, str]) -> Any:
+    """The HTTP client llama-index-tools-mcp takes: httpx2's beside mcp 2, httpx's before."""
+    if SDK_2:
+        import httpx2  # type: ignore[import-not-found,unused-ignore]
+
+        return httpx2.AsyncClient(headers=headers, timeout=60)
+    return httpx.AsyncClient(headers=headers, timeout=60)

@@ -18,11 +18,12 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from mcp.types import TextContent
+from pydantic import ValidationError
 
 from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRetriever
-from aizk_integrations.mcp import recall_server
+from aizk_integrations.mcp import JWTReaderVerifier, recall_server
+from aizk_integrations.mcp._readers import NOT_OVER_HTTP, ONLY_OVER_HTTP
 from tests.mcp.corpus import (
     ANA_MARKER,
     SAM_MARKER,
@@ -33,6 +34,7 @@ from tests.mcp.corpus import (
     uri,
 )
 from tests.mcp.http import ACCEPT, INITIALIZE, Served, session_at
+from tests.mcp.sdk import McpError, connected, wire
 from tests.mcp.tokens import ISSUER, KEY, STRANGER, claims, signed
 from tests.serving import serving
 
@@ -133,9 +135,9 @@ def test_the_protected_resource_metadata_names_this_resource_and_its_authorizati
 def _recall(url: str, token: str, query: str) -> str:
     async def scenario() -> str:
         async with session_at(url, token) as session:
-            result = await session.call_tool("recall", {"query": query, "budget": 4096})
-            assert not result.isError, result
-            return "".join(c.text for c in result.content if isinstance(c, TextContent))
+            result = wire(await session.call_tool("recall", {"query": query, "budget": 4096}))
+            assert not result.get("isError"), result
+            return "".join(item["text"] for item in result["content"])
 
     return asyncio.run(scenario())
 
@@ -169,7 +171,7 @@ def test_a_revision_over_http_is_read_only_by_a_reader_of_every_item(served: Ser
     async def scenario(user: str) -> str:
         async with session_at(served.url, served.token(user)) as session:
             try:
-                [content] = (await session.read_resource(uri(SAM_REVISION))).contents  # type: ignore[arg-type]
+                [content] = (await session.read_resource(uri(SAM_REVISION))).contents
             except Exception as error:  # the SDK's McpError
                 return str(error)
             return getattr(content, "text", "")
@@ -182,15 +184,73 @@ def test_a_server_built_for_one_local_reader_answers_no_one_over_http() -> None:
     retriever = LangChainScopedRetriever(vectorstore=langchain_store())
     server = recall_server(retriever, AizkEvidenceCompressor(), reader=reader("sam"))
 
-    async def scenario(url: str) -> Any:
+    async def scenario(url: str) -> tuple[dict[str, Any], str]:
         async with session_at(f"{url}/mcp", None) as session:
-            return await session.call_tool("recall", {"query": "notes"})
+            called = wire(await session.call_tool("recall", {"query": "notes"}))
+            try:
+                await session.read_resource(uri(SAM_REVISION))
+            except McpError as error:
+                return called, error.error.message
+            raise AssertionError("the revision was read over HTTP")
 
     with serving(server.streamable_http_app()) as url:
-        result = asyncio.run(scenario(url))
-    assert result.isError
-    assert "answers over stdio only" in str(result.content)
-    assert SAM_MARKER not in str(result.model_dump())
+        result, refused = asyncio.run(scenario(url))
+    assert result["isError"]
+    [said] = [item["text"] for item in result["content"]]
+    assert said.endswith(NOT_OVER_HTTP)
+    assert refused == NOT_OVER_HTTP
+    assert SAM_MARKER not in str(result)
+
+
+def test_a_server_built_for_http_answers_no_one_reached_another_way_and_says_why(
+    served: Served,
+) -> None:
+    retriever = LangChainScopedRetriever(vectorstore=langchain_store())
+    server = recall_server(retriever, AizkEvidenceCompressor(), auth=served.verifier)
+
+    async def scenario() -> tuple[dict[str, Any], str]:
+        async with connected(server) as session:
+            called = wire(await session.call_tool("recall", {"query": "notes"}))
+            try:
+                await session.read_resource(uri(SAM_REVISION))
+            except McpError as error:
+                return called, error.error.message
+            raise AssertionError("the revision was read without a token")
+
+    result, refused = asyncio.run(scenario())
+    assert result["isError"]
+    [said] = [item["text"] for item in result["content"]]
+    assert said.endswith(ONLY_OVER_HTTP)
+    assert refused == ONLY_OVER_HTTP
+    assert SAM_MARKER not in str(result)
+
+
+def test_the_verifier_is_frozen_and_refuses_a_misspelt_setting_by_name(served: Served) -> None:
+    with pytest.raises(ValidationError, match="frozen"):
+        served.verifier.issuer = "http://127.0.0.1:9/oidc"
+    assert served.verifier.issuer == ISSUER
+    with pytest.raises(ValidationError, match="organisations"):
+        JWTReaderVerifier(
+            issuer=ISSUER,
+            audience=served.audience,
+            jwks_url="http://127.0.0.1:1/jwks",
+            organisations={},  # type: ignore[call-arg]
+        )
+
+
+def test_a_server_is_given_a_verifier_it_knows_as_auth(served: Served) -> None:
+    retriever = LangChainScopedRetriever(vectorstore=langchain_store())
+    verifier_settings = served.verifier.model_dump()
+    with pytest.raises(TypeError, match="auth must be a JWTReaderVerifier, not dict"):
+        recall_server(retriever, AizkEvidenceCompressor(), auth=verifier_settings)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("sub", [123, "", None, ["sam"], True])
+def test_a_sub_that_is_no_non_empty_string_names_no_reader(served: Served, sub: object) -> None:
+    with pytest.raises(ValueError, match="sub is not a non-empty string"):
+        served.verifier.reader_of({"sub": sub})
+    named = served.verifier.reader_of({"sub": "sam"})
+    assert "sam" in named.scopes
 
 
 def test_concurrent_requests_of_two_readers_are_each_answered_for_their_own(

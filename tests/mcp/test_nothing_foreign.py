@@ -9,7 +9,6 @@ import logging
 from typing import Any
 
 import pytest
-from mcp.shared.exceptions import McpError
 
 from tests.mcp.corpus import (
     ANA_MARKER,
@@ -21,7 +20,8 @@ from tests.mcp.corpus import (
     reader,
     uri,
 )
-from tests.mcp.servers import FRAMEWORKS, connected, made_with
+from tests.mcp.sdk import McpError, connected
+from tests.mcp.servers import FRAMEWORKS, made_with
 
 CALLS: list[dict[str, Any]] = [
     {"query": "the garden", "budget": 4096},
@@ -47,7 +47,7 @@ def _everything_sam_is_sent(framework: str) -> list[str]:
                 seen.append(repr(await session.call_tool("recall", call)))
             for each in URIS:
                 try:
-                    seen.append(repr(await session.read_resource(each)))  # type: ignore[arg-type]
+                    seen.append(repr(await session.read_resource(each)))
                 except McpError as error:
                     seen.append(repr(error.error))
 

@@ -1,4 +1,5 @@
-"""The MCP module's public face: three names, and a missing SDK named as the extra to install."""
+"""The MCP module's public face: three names, and a missing SDK, PyJWT or anyio named as the
+extra to install."""
 
 from __future__ import annotations
 
@@ -13,9 +14,14 @@ def test_the_mcp_module_exports_exactly_its_three_names() -> None:
 
 
 def test_without_the_sdk_the_import_error_names_the_extra_to_install() -> None:
+    """In a process of its own, where the SDK was never imported: as a user without it."""
     probe = (
         "import sys\n"
-        "sys.modules['mcp'] = None  # as if the SDK were not installed\n"
+        "class NotInstalled:\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] == 'mcp':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NotInstalled())\n"
         "try:\n"
         "    import aizk_integrations.mcp\n"
         "except ModuleNotFoundError as error:\n"
@@ -25,7 +31,7 @@ def test_without_the_sdk_the_import_error_names_the_extra_to_install() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     name, message = completed.stdout.strip().split(" | ", 1)
-    assert name.split(".")[0] == "mcp"
+    assert name == "mcp"
     assert 'pip install "aizk-integrations[mcp]"' in message
 
 

@@ -7,25 +7,39 @@ import asyncio
 from typing import Any
 
 import pytest
-from mcp.types import CallToolResult, TextContent
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 
 from aizk_integrations import RecallResult
 from tests.mcp.corpus import ANA_MARKER, SAM_MARKER, reader
-from tests.mcp.servers import FRAMEWORKS, connected, made_with
+from tests.mcp.sdk import connected, wire
+from tests.mcp.servers import FRAMEWORKS, made_with
 
 
-def recalled(framework: str, *calls: dict[str, Any], **settings: Any) -> list[CallToolResult]:
-    async def scenario() -> list[CallToolResult]:
+class Result:
+    """A tool result as the wire has it (`wire`), read the same on either major of the SDK."""
+
+    def __init__(self, answered: dict[str, Any]) -> None:
+        self.wire = answered
+        self.isError = bool(answered.get("isError"))
+        self.content: list[dict[str, Any]] = answered.get("content", [])
+        self.structuredContent: dict[str, Any] | None = answered.get("structuredContent")
+
+    def model_dump(self) -> dict[str, Any]:
+        return self.wire
+
+
+def recalled(framework: str, *calls: dict[str, Any], **settings: Any) -> list[Result]:
+    async def scenario() -> list[Result]:
         server = made_with(framework, reader=reader("sam"), **settings)
         async with connected(server) as session:
-            return [await session.call_tool("recall", call) for call in calls]
+            return [Result(wire(await session.call_tool("recall", call))) for call in calls]
 
     return asyncio.run(scenario())
 
 
-def text_of(result: CallToolResult) -> str:
-    assert all(isinstance(item, TextContent) for item in result.content)
-    return "".join(item.text for item in result.content if isinstance(item, TextContent))
+def text_of(result: Result) -> str:
+    assert all(item["type"] == "text" for item in result.content)
+    return "".join(item["text"] for item in result.content)
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -93,20 +107,19 @@ def test_a_server_may_lower_the_most_a_recall_may_ask_for() -> None:
 def test_the_tool_declares_its_budget_range_and_its_output_schema() -> None:
     async def scenario() -> Any:
         async with connected(made_with("langchain", reader=reader("sam"))) as session:
-            return (await session.list_tools()).tools
+            return wire(await session.list_tools())["tools"]
 
     [tool] = asyncio.run(scenario())
-    assert tool.name == "recall"
-    budget = tool.inputSchema["properties"]["budget"]
+    assert tool["name"] == "recall"
+    budget = tool["inputSchema"]["properties"]["budget"]
     assert (budget["type"], budget["minimum"], budget["maximum"], budget["default"]) == (
         "integer",
         1,
         16384,
         2048,
     )
-    assert tool.inputSchema["required"] == ["query"]
-    assert tool.outputSchema is not None
-    assert set(tool.outputSchema["properties"]) == {"recall", "counts"}
+    assert tool["inputSchema"]["required"] == ["query"]
+    assert set(tool["outputSchema"]["properties"]) == {"recall", "counts"}
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -127,3 +140,15 @@ def test_a_server_is_given_exactly_one_of_a_local_reader_and_a_verifier() -> Non
 def test_a_maximum_budget_outside_1_to_16384_is_refused(most: int) -> None:
     with pytest.raises(ValueError, match=f"max_budget must be from 1 to 16384.*got {most}"):
         made_with("langchain", reader=reader("sam"), max_budget=most)
+
+
+def test_a_llama_index_server_adds_no_handler_to_llama_indexs_root_dispatcher() -> None:
+    """The counts come from the packing itself: nothing listens to LlamaIndex's events for the
+    whole process."""
+    root = get_dispatcher()
+    before = list(root.event_handlers)
+    [result] = recalled("llama_index", {"query": "notes", "budget": 1})
+    assert root.event_handlers == before
+    assert not [each for each in before if type(each).__module__.startswith("aizk_integrations")]
+    assert result.structuredContent is not None
+    assert result.structuredContent["counts"]["cut_by_budget"] >= 1

@@ -6,14 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-import chromadb
 import pytest
-from chromadb.config import Settings
-from langchain_chroma import Chroma
-from langchain_core.documents import Document
-from langchain_core.embeddings import DeterministicFakeEmbedding
-from mcp.shared.exceptions import McpError
-from mcp.types import TextResourceContents
 
 from aizk_integrations.langchain import AizkEvidenceCompressor
 from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRetriever
@@ -27,11 +20,11 @@ from tests.mcp.corpus import (
     SAM_PLAN,
     SAM_REVISION,
     langchain_store,
-    notes,
     reader,
     uri,
 )
-from tests.mcp.servers import FRAMEWORKS, connected, made_with
+from tests.mcp.sdk import McpError, connected, wire
+from tests.mcp.servers import FRAMEWORKS, made_with
 
 
 def read(framework: str, user: str, *uris: str) -> list[str | McpError]:
@@ -42,13 +35,11 @@ def read(framework: str, user: str, *uris: str) -> list[str | McpError]:
         async with connected(made_with(framework, reader=reader(user))) as session:
             for each in uris:
                 try:
-                    result = await session.read_resource(each)  # type: ignore[arg-type]
+                    [content] = wire(await session.read_resource(each))["contents"]
                 except McpError as error:
                     answers.append(error)
                     continue
-                [content] = result.contents
-                assert isinstance(content, TextResourceContents)
-                answers.append(content.text)
+                answers.append(content["text"])
         return answers
 
     return asyncio.run(scenario())
@@ -117,7 +108,7 @@ def test_an_app_whose_revisions_live_elsewhere_passes_its_own_resolver() -> None
     async def scenario() -> tuple[str | McpError, ...]:
         async with connected(server) as session:
             try:
-                await session.read_resource(uri(SAM_REVISION))  # type: ignore[arg-type]
+                await session.read_resource(uri(SAM_REVISION))
             except McpError as error:
                 return (error,)
             raise AssertionError("Ana read Sam's revision")
@@ -131,9 +122,9 @@ def test_an_app_whose_revisions_live_elsewhere_passes_its_own_resolver() -> None
 
     async def as_sam() -> str:
         async with connected(sam) as session:
-            [content] = (await session.read_resource(uri(SAM_REVISION))).contents  # type: ignore[arg-type]
-            assert isinstance(content, TextResourceContents)
-            return content.text
+            [content] = wire(await session.read_resource(uri(SAM_REVISION)))["contents"]
+            text: str = content["text"]
+            return text
 
     assert asyncio.run(as_sam()) == "The whole plan."
 
@@ -141,38 +132,9 @@ def test_an_app_whose_revisions_live_elsewhere_passes_its_own_resolver() -> None
 def test_the_template_is_listed_for_clients_to_find() -> None:
     async def scenario() -> list[str]:
         async with connected(made_with("langchain", reader=reader("sam"))) as session:
-            listed = await session.list_resource_templates()
-            return [template.uriTemplate for template in listed.resourceTemplates]
+            listed = wire(await session.list_resource_templates())
+            return [template["uriTemplate"] for template in listed["resourceTemplates"]]
 
     assert asyncio.run(scenario()) == [
         "aizk://artifacts/{artifact_id}/contents/{artifact_content_id}"
     ]
-
-
-def test_a_chroma_store_lists_a_revisions_items_by_their_ids() -> None:
-    client = chromadb.EphemeralClient(Settings(anonymized_telemetry=False))
-    store = Chroma(
-        collection_name="mcp-revisions",
-        embedding_function=DeterministicFakeEmbedding(size=32),
-        client=client,
-    )
-    store.add_documents([Document(text, metadata=metadata) for text, metadata in notes()])
-    retriever = LangChainScopedRetriever(vectorstore=store)
-
-    async def scenario(user: str) -> list[str | McpError]:
-        server = recall_server(retriever, AizkEvidenceCompressor(), reader=reader(user))
-        answers: list[str | McpError] = []
-        async with connected(server) as session:
-            for revision in (SAM_REVISION, MIXED_REVISION):
-                try:
-                    [content] = (await session.read_resource(uri(revision))).contents  # type: ignore[arg-type]
-                except McpError as error:
-                    answers.append(error)
-                    continue
-                assert isinstance(content, TextResourceContents)
-                answers.append(content.text)
-        return answers
-
-    assert asyncio.run(scenario("sam"))[0] == "\n".join(SAM_PLAN)
-    [_, refused] = asyncio.run(scenario("ana"))
-    assert error_of(refused)[1].endswith(f"Resource not found: {uri(MIXED_REVISION)}")

@@ -41,13 +41,29 @@ def signed(key: KeyPair, payload: dict[str, Any], **headers: Any) -> str:
     return jwt.encode(payload, key.private, algorithm="RS256", headers={"kid": key.kid, **headers})
 
 
+class Jwks:
+    """An authorization server's JWKS endpoint on 127.0.0.1 that a test can take down (it then
+    answers 503), bring back, and give new keys; it counts the fetches it answers."""
+
+    def __init__(self, *keys: KeyPair) -> None:
+        self.keys = list(keys)
+        self.up = True
+        self.fetches = 0
+        self.url = ""
+
+
 @contextmanager
-def jwks_served(*keys: KeyPair) -> Iterator[str]:
-    """The keys' JWKS at a URL of 127.0.0.1, served from a thread while inside."""
-    body = json.dumps({"keys": [key.jwk() for key in keys]}).encode()
+def jwks_controlled(*keys: KeyPair) -> Iterator[Jwks]:
+    """A `Jwks` of `keys`, served from a thread while inside."""
+    jwks = Jwks(*keys)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if not jwks.up:
+                self.send_error(503)
+                return
+            jwks.fetches += 1
+            body = json.dumps({"keys": [key.jwk() for key in jwks.keys]}).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))
@@ -60,11 +76,19 @@ def jwks_served(*keys: KeyPair) -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    jwks.url = f"http://127.0.0.1:{server.server_address[1]}/oidc/jwks"
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/oidc/jwks"
+        yield jwks
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def jwks_served(*keys: KeyPair) -> Iterator[str]:
+    """The keys' JWKS at a URL of 127.0.0.1, served from a thread while inside."""
+    with jwks_controlled(*keys) as jwks:
+        yield jwks.url
 
 
 KEY = KeyPair.new("key-1")

@@ -20,7 +20,7 @@ from importlib.machinery import ModuleSpec
 
 import pytest
 
-ADAPTERS = ("aizk_integrations.langchain", "aizk_integrations.llama_index")
+ADAPTERS = ("aizk_integrations.langchain", "aizk_integrations.llama_index", "aizk_integrations.mcp")
 """The adapter packages' prefixes: `aizk_integrations.langchain` covers langchain_agents too."""
 
 
@@ -53,6 +53,11 @@ def uninstall(monkeypatch: pytest.MonkeyPatch, adapter: str, package: str) -> No
     monkeypatch.setattr(sys, "meta_path", [NotInstalled(package), *sys.meta_path])
 
 
+MCP = (
+    "aizk_integrations.mcp needs the MCP SDK and PyJWT; install them with "
+    'pip install "aizk-integrations[mcp]"'
+)
+
 LANGCHAIN_AGENTS = (
     "aizk_integrations.langchain_agents needs LangChain's agents (the langchain package); "
     'install it with pip install "aizk-integrations[langchain-agents]"'
@@ -76,6 +81,9 @@ LANGCHAIN_AGENTS = (
         ),
         ("aizk_integrations.langchain_agents", "langchain", LANGCHAIN_AGENTS),
         ("aizk_integrations.langchain_agents", "langchain_core", LANGCHAIN_AGENTS),
+        ("aizk_integrations.mcp", "mcp", MCP),
+        ("aizk_integrations.mcp", "anyio", MCP),
+        ("aizk_integrations.mcp", "jwt", MCP),
     ],
 )
 def test_an_adapter_whose_framework_is_not_installed_names_the_extra_that_installs_it(
@@ -105,6 +113,7 @@ FRAMEWORK_MODULES = [
     ("aizk_integrations.langchain", "langchain_core.documents"),
     ("aizk_integrations.llama_index", "llama_index.core.response_synthesizers.refine"),
     ("aizk_integrations.langchain_agents", "langchain.agents.middleware"),
+    ("aizk_integrations.mcp", "mcp.server.auth.provider"),
 ]
 """For each adapter, a module of its framework that it imports names from."""
 

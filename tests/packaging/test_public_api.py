@@ -8,6 +8,8 @@ import inspect
 import pkgutil
 import subprocess
 import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,13 @@ def test_the_public_names_are_pinned() -> None:
     ]
     for name in aizk_integrations.__all__:
         assert getattr(aizk_integrations, name) is not None
+
+
+def test_the_version_is_the_installed_distributions_and_pyprojects() -> None:
+    # What a bug report quotes: the version pip installed, the one pyproject.toml declares.
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert aizk_integrations.__version__ == declared["project"]["version"]
+    assert aizk_integrations.__version__ == metadata.version("aizk-integrations")
 
 
 def test_a_scope_directory_offers_the_members_the_docs_name() -> None:
