@@ -176,7 +176,7 @@ class PGVectorStoreSearch:
                     policy=started.one()[-1],
                 )
                 statement = sqlalchemy.text(sql).bindparams(
-                    embedding=vector_text(embedding), top=top, reader_ids=ids
+                    embedding=vector_text(embedding), top=top
                 )
                 found: Sequence[Any] = (await connection.execute(statement)).mappings().all()
                 return found

@@ -61,7 +61,7 @@ class PGVectorSearch:
             started = connection.execute(
                 sqlalchemy.text(START_READING), reading(ids, PGVECTOR_TABLE)
             )
-            statement = self._statement(embedding, top, ids, policy=started.one()[-1])
+            statement = self._statement(embedding, top, policy=started.one()[-1])
             rows = connection.execute(statement).all()
         return _documents(rows)
 
@@ -80,7 +80,7 @@ class PGVectorSearch:
             async with engine.begin() as connection:
                 parameters = reading(ids, PGVECTOR_TABLE)
                 started = await connection.execute(sqlalchemy.text(START_READING), parameters)
-                statement = self._statement(embedding, top, ids, policy=started.one()[-1])
+                statement = self._statement(embedding, top, policy=started.one()[-1])
                 rows = (await connection.execute(statement)).all()
         return _documents(rows)
 
@@ -88,7 +88,6 @@ class PGVectorSearch:
         self,
         embedding: list[float],
         top: int,
-        ids: str,
         *,
         policy: bool,
     ) -> sqlalchemy.TextClause:
@@ -98,7 +97,6 @@ class PGVectorSearch:
             embedding=vector_text(embedding),
             collection=self._store.collection_name,
             top=top,
-            reader_ids=ids,
         )
 
 

@@ -79,7 +79,7 @@ class PGVectorStoreSearch:
             if self._store.hnsw_kwargs:
                 ef_search = str(int(self._store.hnsw_kwargs["hnsw_ef_search"]))
                 connection.execute(sqlalchemy.text(HNSW_SEARCH), {"ef_search": ef_search})
-            statement = self._statement(embedding, top, ids, policy=started.one()[-1])
+            statement = self._statement(embedding, top, policy=started.one()[-1])
             rows = connection.execute(statement).all()
         return _scored(rows)
 
@@ -92,7 +92,6 @@ class PGVectorStoreSearch:
         self,
         embedding: list[float],
         top: int,
-        ids: str,
         *,
         policy: bool,
     ) -> sqlalchemy.TextClause:
@@ -103,7 +102,7 @@ class PGVectorStoreSearch:
             policy=policy,
         )
         return sqlalchemy.text(sql).bindparams(
-            embedding=vector_text(embedding), top=top, reader_ids=ids
+            embedding=vector_text(embedding), top=top
         )
 
 

@@ -1,8 +1,8 @@
-"""langchain-postgres's `PGVectorStore` behind `recall_server`: scoped retrieval serves it, but the
-server has no revision lookup of its own for it yet (its table has no stored order, and its
-revision ids may live in columns of the user's choosing), so it is refused when the server is
-built, naming `revisions=`; given `revisions=`, the server builds and recalls each reader's own
-evidence over it, as the app's role under row-level security."""
+"""langchain-postgres's `PGVectorStore` behind `recall_server` when its revision ids live in
+metadata columns of their own: the server reads a revision by the ids in the store's JSON
+metadata column (where the default layout keeps them, tests/mcp/test_stores.py), so this store
+is refused when the server is built, naming `revisions=`; given `revisions=`, the server builds
+and recalls each reader's own evidence over it, as the app's role under row-level security."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from langchain_postgres import PGEngine, PGVectorStore
+from langchain_postgres import Column, ColumnDict, PGEngine, PGVectorStore
 from sqlalchemy import create_engine
 
 from aizk_integrations import RecallResult
@@ -26,39 +26,46 @@ from tests.postgres import Server
 
 APP = "aizk_mcp_pgvs_app"
 TABLE = "mcp_notes"
+REVISION_COLUMNS = ["artifact_id", "artifact_content_id"]
 
 
 @pytest.fixture(scope="module")
 def store(postgres_server: Server) -> Iterator[PGVectorStore]:
-    """The corpus in a `PGVectorStore` set up with `postgres_setup`, as the app's role sees it."""
+    """The corpus in a `PGVectorStore` keeping the revision ids in columns of their own (the
+    scopes in its JSON metadata), set up with `postgres_setup`, as the app's role sees it."""
     embedding = DeterministicFakeEmbedding(size=LANGCHAIN_DIMENSIONS)
     with app_database(postgres_server, "aizk_mcp_pgvs", APP) as database:
         owner = PGEngine.from_connection_string(database.url("asyncpg"))
         superuser = create_engine(database.url())
         app = PGEngine.from_connection_string(database.url("asyncpg", user=APP))
         try:
-            owner.init_vectorstore_table(TABLE, LANGCHAIN_DIMENSIONS)
-            PGVectorStore.create_sync(owner, embedding, TABLE).add_documents(documents())
+            columns: list[Column | ColumnDict] = [Column(name, "text") for name in REVISION_COLUMNS]
+            owner.init_vectorstore_table(TABLE, LANGCHAIN_DIMENSIONS, metadata_columns=columns)
+            ingesting = PGVectorStore.create_sync(
+                owner, embedding, TABLE, metadata_columns=REVISION_COLUMNS
+            )
+            ingesting.add_documents(documents())
             with superuser.begin() as connection:
-                for statement in postgres_setup(
-                    PGVectorStore.create_sync(owner, embedding, TABLE), role=APP
-                ):
+                for statement in postgres_setup(ingesting, role=APP):
                     connection.exec_driver_sql(statement)
-            yield PGVectorStore.create_sync(app, embedding, TABLE)
+            yield PGVectorStore.create_sync(
+                app, embedding, TABLE, metadata_columns=REVISION_COLUMNS
+            )
         finally:
             superuser.dispose()
             asyncio.run(app.close())
             asyncio.run(owner.close())
 
 
-def test_without_revisions_the_server_is_refused_when_built_naming_revisions(
+def test_without_revisions_the_server_is_refused_when_built_naming_revisions_and_the_table(
     store: PGVectorStore,
 ) -> None:
     retriever = AizkScopedRetriever(vectorstore=store)
     with pytest.raises(TypeError) as refused:
         recall_server(retriever, AizkEvidenceCompressor(), reader=reader("sam"))
     message = str(refused.value)
-    assert "PGVectorStore" in message
+    assert "in its JSON metadata column" in message
+    assert repr(TABLE) in message
     assert "pass revisions=" in message
 
 

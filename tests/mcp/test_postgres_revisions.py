@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from langchain_postgres import PGVector
+from langchain_postgres import PGEngine, PGVector
+from langchain_postgres import PGVectorStore as LangChainPGVectorStore
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.vector_stores.postgres import PGVectorStore
@@ -26,6 +27,8 @@ from aizk_integrations._stores.postgres.names import (
 )
 from aizk_integrations._stores.postgres.reading import SET_READER_IDS
 from aizk_integrations._stores.postgres.revisions import (
+    ROW_KEY,
+    read_columns,
     read_rows,
     revision_keys_of,
     revision_rows_function,
@@ -45,6 +48,7 @@ from tests.mcp.stores import LANGCHAIN_DIMENSIONS, LLAMA_INDEX_DIMENSIONS, docum
 from tests.postgres import Server
 
 APP = "aizk_mcp_sql_app"
+LANGCHAIN_TABLE = "mcp_langchain"
 OWNER = "aizk_mcp_sql_owner"
 
 
@@ -56,8 +60,12 @@ class Table:
     text: str
     key_type: str
     collection: bool
+    row_key: str = ROW_KEY
+    """Set for langchain-postgres's `PGVectorStore`, read by its id column (`read_columns`)."""
 
     def rows(self, keys: list[str]) -> tuple[str, dict[str, Any]]:
+        if self.row_key != ROW_KEY:
+            return read_columns(self.table, self.row_key, [self.row_key, self.text]), {"keys": keys}
         sql = read_rows(self.table, self.text, self.key_type, collection=self.collection)
         return sql, {"keys": keys, **({"collection": "mcp"} if self.collection else {})}
 
@@ -72,9 +80,17 @@ TABLES = {
     "pgvectorstore-jsonb": Table(
         llama_index_table("mcp_jsonb"), "text", "bigint", collection=False
     ),
+    "langchain-pgvectorstore": Table(
+        StoreTable("public", LANGCHAIN_TABLE, metadata="langchain_metadata"),
+        "content",
+        "uuid",
+        collection=False,
+        row_key="langchain_id",
+    ),
 }
-"""PGVector keeps its metadata as jsonb, PGVectorStore as json unless made with `use_jsonb=True`:
-both column types, in both kinds of table."""
+"""PGVector keeps its metadata as jsonb, LlamaIndex's PGVectorStore as json unless made with
+`use_jsonb=True`, langchain-postgres's PGVectorStore as json: both column types, in every kind
+of table."""
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +147,7 @@ def _ingest(database: Server) -> None:
             )
             asyncio.run(pgvectorstore.close())
             statements += llama_index_postgres_setup(pgvectorstore, role=APP)
+        statements += _langchain_pgvectorstore(database)
         names = [
             PGVECTOR_TABLE.name,
             *PGVECTOR_TABLE.also_read,
@@ -148,6 +165,20 @@ def _ingest(database: Server) -> None:
     finally:
         superuser.dispose()
         owner.dispose()
+
+
+def _langchain_pgvectorstore(database: Server) -> list[str]:
+    """The corpus in langchain-postgres's `PGVectorStore`, in its default layout; its setup."""
+    engine = PGEngine.from_connection_string(database.url("asyncpg"))
+    try:
+        engine.init_vectorstore_table(LANGCHAIN_TABLE, LANGCHAIN_DIMENSIONS)
+        store = LangChainPGVectorStore.create_sync(
+            engine, DeterministicFakeEmbedding(size=LANGCHAIN_DIMENSIONS), LANGCHAIN_TABLE
+        )
+        store.add_documents(documents())
+        return postgres_setup(store, role=APP)
+    finally:
+        asyncio.run(engine.close())
 
 
 def as_app(database: Server, user: str, *statements: tuple[str, dict[str, Any]]) -> list[Any]:
@@ -247,7 +278,7 @@ def test_the_revision_is_looked_up_in_its_index(database: Server, table: Table) 
                     {"setting": setting, "value": value},
                 )
             plan = connection.exec_driver_sql(
-                f'EXPLAIN SELECT id FROM "public"."{table.table.name}"'
+                f'EXPLAIN SELECT 1 FROM "public"."{table.table.name}"'
             ).all()
     finally:
         owner.dispose()
