@@ -101,9 +101,7 @@ class PGVectorStoreSearch:
             halfvec=self._store.use_halfvec,
             policy=policy,
         )
-        return sqlalchemy.text(sql).bindparams(
-            embedding=vector_text(embedding), top=top
-        )
+        return sqlalchemy.text(sql).bindparams(embedding=vector_text(embedding), top=top)
 
 
 def _scored(rows: Sequence[Any]) -> list[NodeWithScore]:

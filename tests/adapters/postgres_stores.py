@@ -113,7 +113,10 @@ def ingest_pgvectorstore(database: Server, tables: dict[str, list[TextNode]]) ->
         asyncio.run(store.close())
 
 
-def owner_pgvectorstore(database: Server, table_name: str) -> PGVectorStore:
+def owner_pgvectorstore(
+    database: Server, table_name: str, *, embed_dim: int = DIMENSIONS, use_jsonb: bool = False
+) -> PGVectorStore:
+    """LlamaIndex's `PGVectorStore` on `table_name`, connected as the server's owner."""
     return PGVectorStore.from_params(
         host=database.host,
         port=str(database.port),
@@ -121,7 +124,8 @@ def owner_pgvectorstore(database: Server, table_name: str) -> PGVectorStore:
         user=database.user,
         password="",
         table_name=table_name,
-        embed_dim=DIMENSIONS,
+        embed_dim=embed_dim,
+        use_jsonb=use_jsonb,
     )
 
 

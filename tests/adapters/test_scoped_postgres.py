@@ -461,6 +461,49 @@ def test_with_the_retrievers_filter_removed_the_policy_still_returns_only_the_re
     assert not all(set(scopes) <= theirs for scopes in unbound)  # so the filter was removed
 
 
+SHARED = llama_index_table("shared")
+"""LlamaIndex's shared table, which every reader's search reads."""
+
+
+@contextmanager
+def another_policy_admitting_every_row(database: Server) -> Iterator[None]:
+    """A permissive policy of the app's own beside the reader policy, on both stores' shared
+    tables, letting the app's role read every row: dropped afterwards."""
+    tables = [f'"{table.schema}"."{table.name}"' for table in (PGVECTOR_TABLE, SHARED)]
+    engine = create_engine(database.url())
+    try:
+        with engine.begin() as connection:
+            for table in tables:
+                connection.exec_driver_sql(
+                    f'CREATE POLICY everything ON {table} FOR SELECT TO "{APP}" USING (true)'
+                )
+        yield
+    finally:
+        with engine.begin() as connection:
+            for table in tables:
+                connection.exec_driver_sql(f"DROP POLICY IF EXISTS everything ON {table}")
+        engine.dispose()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_where_another_policy_admits_more_rows_the_querys_guard_keeps_them_out(
+    database: Server, best_of_own: Oracle, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = READERS[7]
+    theirs = set(directory_of(reader).scopes)
+    with another_policy_admitting_every_row(database):
+        want = best_of_own(framework_of(path), reader, QUESTIONS[0])
+        assert answers(database, path, [(reader, QUESTIONS[0])]) == [want]
+        raw = _raw(database, path, APP, reader, 300)
+        assert raw
+        assert all(set(scopes) <= theirs for scopes in raw)
+        from aizk_integrations._stores.postgres import search
+
+        monkeypatch.setattr(search, "reader_condition", lambda *_, **__: NO_FILTER)
+        unguarded = _raw(database, path, APP, reader, 300)
+        assert not all(set(scopes) <= theirs for scopes in unguarded)  # the policies admit more
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_a_plain_search_as_the_apps_role_names_no_reader_and_sees_nothing(
     database: Server, path: str

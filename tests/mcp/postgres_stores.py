@@ -22,7 +22,7 @@ from aizk_integrations.langchain import AizkEvidenceCompressor, postgres_setup
 from aizk_integrations.langchain import AizkScopedRetriever as LangChainScopedRetriever
 from aizk_integrations.llama_index import AizkEvidencePostprocessor
 from aizk_integrations.llama_index import postgres_setup as llama_index_postgres_setup
-from tests.adapters.postgres_stores import app_database
+from tests.adapters.postgres_stores import app_database, owner_pgvectorstore
 from tests.mcp.stores import (
     LANGCHAIN_DIMENSIONS,
     LLAMA_INDEX_DIMENSIONS,
@@ -109,15 +109,7 @@ def _async_engine(database: Server) -> AsyncEngine:
 
 def _pgvectorstore(database: Server, owner: Engine, stack: ExitStack) -> Built:
     embed_model = MockEmbedding(embed_dim=LLAMA_INDEX_DIMENSIONS)
-    store = PGVectorStore.from_params(
-        host=database.host,
-        port=str(database.port),
-        database=database.dbname,
-        user=database.user,
-        password="",
-        table_name=COLLECTION,
-        embed_dim=LLAMA_INDEX_DIMENSIONS,
-    )
+    store = owner_pgvectorstore(database, COLLECTION, embed_dim=LLAMA_INDEX_DIMENSIONS)
     VectorStoreIndex(
         nodes(),
         storage_context=StorageContext.from_defaults(vector_store=store),

@@ -16,7 +16,6 @@ from langchain_postgres import PGEngine, PGVector
 from langchain_postgres import PGVectorStore as LangChainPGVectorStore
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
-from llama_index.vector_stores.postgres import PGVectorStore
 from sqlalchemy import Connection, create_engine, text
 
 from aizk_integrations._stores.postgres.condition import reader_ids
@@ -35,7 +34,7 @@ from aizk_integrations._stores.postgres.revisions import (
 )
 from aizk_integrations.langchain import postgres_setup
 from aizk_integrations.llama_index import postgres_setup as llama_index_postgres_setup
-from tests.adapters.postgres_stores import app_database
+from tests.adapters.postgres_stores import app_database, owner_pgvectorstore
 from tests.mcp.corpus import (
     ANA_REVISION,
     MIXED_REVISION,
@@ -130,15 +129,8 @@ def _ingest(database: Server) -> None:
         pgvector.add_documents(corpus, ids=[document.id or "" for document in corpus])
         statements = postgres_setup(pgvector, role=APP)
         for table_name, use_jsonb in (("mcp", False), ("mcp_jsonb", True)):
-            pgvectorstore = PGVectorStore.from_params(
-                host=database.host,
-                port=str(database.port),
-                database=database.dbname,
-                user=database.user,
-                password="",
-                table_name=table_name,
-                embed_dim=LLAMA_INDEX_DIMENSIONS,
-                use_jsonb=use_jsonb,
+            pgvectorstore = owner_pgvectorstore(
+                database, table_name, embed_dim=LLAMA_INDEX_DIMENSIONS, use_jsonb=use_jsonb
             )
             VectorStoreIndex(
                 nodes(),

@@ -11,9 +11,10 @@ values, not the 45,000 spellings a filter comparing stored values must name, and
 lookup in a set, not a reading of its metadata.
 
 It is written for readers of any size: the reader's ids become one hashed set per query
-(`READER_ID_SET`),
-and the scopes index is asked for them only while there are few enough for it to answer quickly
-(`INDEX_LOOKUP_MOST`).
+(`READER_ID_SET`), and the scopes index is asked for them only while there are few enough for it
+to answer quickly (`INDEX_LOOKUP_MOST`). What a reader of 10,000 scopes still costs is that set:
+some 270 KB of JSON received, parsed and hashed (3 to 4 ms), then every row checked against it
+(1 to 2 ms on 2,000 rows), where a reader of one scope takes under 1 ms in all.
 """
 
 from __future__ import annotations
@@ -107,8 +108,9 @@ GUARD: Final = "({alone} OR {within})"
 (`POLICY_ALONE`), as it does on a table `setup` put under it. The database evaluates `OR` left
 to right and stops at true, so then the guard reads no reader id; it reads them, and builds its
 own set of them, only where another policy (the MCP boundary's revision check, for the table's
-owner, or an app's own) may admit more rows. The reader's ids were set for the policy; reading
-them a second time cost 4 ms of the 10 a reader of 10,000 scopes took."""
+owner, or an app's own) may admit more rows. Reading the ids a second time (or binding them a
+second time, as the query once did) cost a reader of 10,000 scopes some 4 ms of 12; reading the
+catalogs costs about 0.1 ms."""
 
 BOUND_READER_IDS: Final = "CAST(:reader_ids AS text)"
 """Reader ids bound as one parameter, the JSON text of `reader_ids(...)`: what `readable_row`
