@@ -83,7 +83,7 @@ from scoped_corpus import (
     sized,
     vector,
 )
-from scoped_postgres import postgres_tables
+from scoped_postgres import ROUNDS, postgres_tables
 
 from aizk_integrations import Scope, ScopeDirectory, scope_metadata
 from aizk_integrations import llama_index as aizk_llama_index
@@ -414,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print("\n4. Postgres + pgvector\n")
     try:
-        postgres_tables(questions)
+        postgres_tables(questions, rounds=1 if args.quick else ROUNDS)
     except NoServerError as missing:  # the embedded stores' tables stand on their own
         print(f"not measured: {missing}")
     return 0
