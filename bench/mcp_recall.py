@@ -428,7 +428,7 @@ def read_time(kind: str, size: int, reads: int) -> tuple[float, float, float]:
     after it, and the median of a walk of every item for the same revision (what a lookup by
     metadata costs a store that has none: the previous version's read)."""
     retriever, packer = built(kind, size)
-    read = retrieval_for(retriever, packer).revisions(None)
+    read = retrieval_for(retriever, packer).revisions()
     reader = ScopeDirectory.for_caller(READERS[0], {})
     revision = revision_of(0)
     walk = walker(retriever)

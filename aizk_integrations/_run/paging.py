@@ -22,7 +22,7 @@ from threading import Lock
 from typing import Any, Generic, TypeVar
 
 from aizk_integrations._scopes.directory import ScopeDirectory
-from aizk_integrations._scopes.ids import several_ids_in_one
+from aizk_integrations._scopes.ids import read_by
 
 Item = TypeVar("Item")
 Walked = TypeVar("Walked")
@@ -52,15 +52,16 @@ def scope_check(
 ) -> Callable[[object], bool]:
     """The exact check of what a store returned, by what an item holds under the scopes key:
     the reader's items pass. An item whose scope ids are several written into one string
-    (`several_ids_in_one`) is no one's to read; it passes too when a packer reads what passes,
+    (`read_by`) is no one's to read; it passes too when a packer reads what passes,
     which withholds it, counts it and names it as on any other path, and is otherwise counted
     in `fetched`, for the retriever to name."""
 
+    ids = reader.scopes.keys()
+
     def check(scopes: object) -> bool:
-        if reader.may_read(scopes):
-            return True
-        if not several_ids_in_one(scopes):
-            return False
+        verdict = read_by(scopes, ids)
+        if verdict is not None:
+            return verdict
         if not to_packer:
             fetched.several_ids_in_one += 1
         return to_packer

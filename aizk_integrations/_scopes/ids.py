@@ -189,30 +189,27 @@ def scopes_within(scopes: object, reader: Set[str]) -> bool:
     Retrieval uses this to re-check what a store returned, so it never fails: scopes that
     cannot be read as ids are not readable (the packer, reading the same item, says why).
     """
-    if scopes is None:
-        return False
-    try:
-        ids = scope_ids(scopes)
-    except (TypeError, ValueError):
-        return False
-    return bool(ids) and ids <= reader
-
-
-def several_ids_in_one(scopes: object) -> bool:
-    """Whether an item's metadata names its scopes as several ids written into one string
-    (`"alice,acme"`, or a list holding one): a record no reader may read, whose fix is known."""
-    try:
-        scope_ids(scopes)
-    except SeveralIdsInOneError:
-        return True
-    except (TypeError, ValueError):
-        return False
-    return False
+    return read_by(scopes, reader) is True
 
 
 def may_retrieve(scopes: object, reader: Set[str]) -> bool:
     """What a store filter that runs in this process lets through for a reader of scope ids
-    `reader`: the reader's items (`scopes_within`), and items of several ids written into one
-    string, which the exact check after the store withholds and names, as the packer does on
-    any other path, rather than leave them silently missing."""
-    return scopes_within(scopes, reader) or several_ids_in_one(scopes)
+    `reader`: the reader's items, and items of several ids written into one string, which the
+    exact check after the store withholds and names, as the packer does on any other path,
+    rather than leave them silently missing."""
+    return read_by(scopes, reader) is not False
+
+
+def read_by(scopes: object, reader: Set[str]) -> bool | None:
+    """`scopes` read once for a reader of scope ids `reader`: `True` when the item is theirs
+    (`scopes_within`), `None` when its ids are several written into one string (`"alice,acme"`,
+    or a list holding one: a record no reader may read, whose fix is known), `False` otherwise."""
+    if scopes is None:
+        return False
+    try:
+        ids = scope_ids(scopes)
+    except SeveralIdsInOneError:
+        return None
+    except (TypeError, ValueError):
+        return False
+    return bool(ids) and ids <= reader

@@ -124,42 +124,13 @@ class _Filtered(StorePlan[VectorStore, Any]):
 class _InMemory(_Filtered):
     """Exact, for any reader: LangChain's in-memory store applies a callable to every document
     before ranking, and the callable is the packer's own rule (`may_retrieve`: with the records
-    of several ids in one string, for the check after it to name).
-
-    The store calls it for every document of the store on every search, and reading a
-    document's scopes as ids was most of a search's cost (some 70% at 20,000 documents in
-    bench/mcp_recall.py). A store's documents usually share a few scopes values, so each
-    search's callable remembers its verdict per value it has read (`_verdict_key`): the same
-    rule, read once per distinct value and search rather than once per document."""
+    of several ids in one string, for the check after it to name)."""
 
     def filter_for(self, scope_ids: frozenset[str]) -> Any:
-        verdicts: dict[tuple[type, str | tuple[str, ...]], bool] = {}
-
         def readable(document: Document) -> bool:
-            scopes = document.metadata.get(self._key)
-            key = _verdict_key(scopes)
-            if key is None:
-                return may_retrieve(scopes, scope_ids)
-            verdict = verdicts.get(key)
-            if verdict is None:
-                verdict = verdicts[key] = may_retrieve(scopes, scope_ids)
-            return verdict
+            return may_retrieve(document.metadata.get(self._key), scope_ids)
 
         return readable
-
-
-def _verdict_key(scopes: object) -> tuple[type, str | tuple[str, ...]] | None:
-    """What `may_retrieve`'s verdict on `scopes` is remembered under: the value itself, with its
-    type, for a text or a list or tuple of texts (`str` exactly, so that no subclass's own
-    equality or `True == 1` makes two values one); `None` for anything else, which is read
-    every time. Never an object's identity: a value is read once whatever object holds it."""
-    if type(scopes) is str:
-        return str, scopes
-    if (type(scopes) is list or type(scopes) is tuple) and all(
-        type(each) is str for each in scopes
-    ):
-        return type(scopes), tuple(scopes)
-    return None
 
 
 class _Chroma(_Filtered):

@@ -30,10 +30,8 @@ from aizk_integrations.mcp._revisions import (
     MetadataKeys,
     RevisionIds,
     RevisionRead,
-    RevisionResolver,
     StoredText,
     off_the_loop,
-    resolved,
     revision_of,
     stored_texts,
 )
@@ -63,10 +61,8 @@ class LangChainRetrieval:
         packing = await apacked_retrieval(self._compressor, self._retriever, query, config, reader)
         return recalled(packing)
 
-    def revisions(self, override: RevisionResolver | None) -> RevisionRead:
-        """The app's own `revisions=` when given (whatever the store), else the store's lookup."""
-        if override is not None:
-            return resolved(override)
+    def revisions(self) -> RevisionRead:
+        """The store's own lookup of a revision, as the adapter recognises the store."""
         return _lookup(self._retriever.vectorstore, self._keys, self._retriever.scopes_key)
 
 

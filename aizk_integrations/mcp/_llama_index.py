@@ -45,10 +45,8 @@ from aizk_integrations.mcp._revisions import (
     MetadataKeys,
     RevisionIds,
     RevisionRead,
-    RevisionResolver,
     StoredText,
     off_the_loop,
-    resolved,
     revision_of,
     stored_texts,
 )
@@ -82,10 +80,8 @@ class LlamaIndexRetrieval:
         packing = await anyio.to_thread.run_sync(packed_retrieval, retriever, query, budget)
         return recalled(packing)
 
-    def revisions(self, override: RevisionResolver | None) -> RevisionRead:
-        """The app's own `revisions=` when given (whatever the store), else the store's lookup."""
-        if override is not None:
-            return resolved(override)
+    def revisions(self) -> RevisionRead:
+        """The store's own lookup of a revision, as the adapter recognises the store."""
         return _lookup(self._index, self._keys)
 
 
@@ -101,9 +97,9 @@ def _lookup(index: VectorStoreIndex, keys: MetadataKeys) -> RevisionRead:
         from aizk_integrations.mcp._lookups.postgres import PGVectorStoreRevisions
 
         return PGVectorStoreRevisions(store, keys).read
+    if _async_only(store):
+        return _AsyncQdrant(store, keys).read
     if is_a(store, *_QDRANT):
-        if store.client is None:
-            return _AsyncQdrant(store, keys).read
         return off_the_loop(_Qdrant(store, keys).read)
     if is_a(store, *_CHROMA):
         return off_the_loop(lambda ids: chroma_revision(store.client.get, keys, ids))

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from aizk_integrations._run.run import Packing
 from aizk_integrations._scopes.directory import ScopeDirectory
 from aizk_integrations._stores.plan import is_a
-from aizk_integrations.mcp._revisions import RevisionRead, RevisionResolver
+from aizk_integrations.mcp._revisions import RevisionRead
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,9 @@ class Retrieval(Protocol):
 
     async def recall(self, query: str, budget: int, reader: ScopeDirectory) -> Recalled: ...
 
-    def revisions(self, override: RevisionResolver | None) -> RevisionRead:
-        """How this server reads a revision: the app's `override` when given, else the store's
-        own lookup; a store with no exact lookup is refused here, naming `revisions=`."""
+    def revisions(self) -> RevisionRead:
+        """How this server reads a revision with the store's own lookup; a store with no exact
+        lookup is refused here, naming `revisions=` (which the server looks at first)."""
         ...
 
 

@@ -25,6 +25,7 @@ from aizk_integrations.mcp._revisions import (
     RESOURCE_TEMPLATE,
     RevisionResolver,
     canonical_ids,
+    resolved,
     revision_text,
 )
 from aizk_integrations.mcp._sdk import (
@@ -86,7 +87,8 @@ def recall_server(
     server.add_tool(
         recall_tool(retrieval, reader_of, max_budget), name="recall", structured_output=True
     )
-    resolve = retrieval.revisions(revisions)  # `revisions=` first, else the store's lookup
+    # `revisions=` first, whatever the store; else the store's own lookup, or a refusal naming it
+    resolve = retrieval.revisions() if revisions is None else resolved(revisions)
 
     @server.resource(RESOURCE_TEMPLATE, name="revision", mime_type="text/plain")
     async def revision(artifact_id: str, artifact_content_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
