@@ -74,7 +74,7 @@ from scoped_corpus import (
     sized,
     vector,
 )
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, text
 
 from aizk_integrations import ScopeDirectory, scope_metadata
 from aizk_integrations.langchain import (
@@ -88,6 +88,7 @@ from aizk_integrations.llama_index import (
 )
 from aizk_integrations.llama_index import AizkScopedRetriever as LlamaIndexScoped
 from aizk_integrations.llama_index import postgres_setup as llama_index_postgres_setup
+from tests.adapters.postgres_stores import scoped_queries
 from tests.postgres import Server, fresh_database, throwaway_server
 
 APP = "bench_app"
@@ -159,22 +160,6 @@ def _ingest(database: Server, stored: list[Excerpt]) -> None:
     owner.dispose()
     asyncio.run(vector_store.close())
     asyncio.run(engine.close())
-
-
-@contextmanager
-def queries() -> Iterator[list[int]]:
-    """The rows of each query carrying the readable-row condition, on any engine."""
-    returned: list[int] = []
-
-    def after(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if '"aizk_scopes"' in statement:  # the row's scope ids, which every scoped query reads
-            returned.append(cursor.rowcount)
-
-    event.listen(Engine, "after_cursor_execute", after)
-    try:
-        yield returned
-    finally:
-        event.remove(Engine, "after_cursor_execute", after)
 
 
 HAND_WRITTEN = {
@@ -339,7 +324,7 @@ def measure(
         by_hand(hand, framework, reader, questions[-1], 20)
         calls, returned, distinct, needed, times, hand_times = [], [], [], [], [], []
         for question in [question for _ in range(rounds) for question in questions]:
-            with queries() as rows:
+            with scoped_queries() as rows:
                 start = time.perf_counter()
                 kept = scoped.kept(reader, question)
                 times.append(time.perf_counter() - start)

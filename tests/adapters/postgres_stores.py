@@ -22,7 +22,7 @@ from langchain_postgres import PGVector
 from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import TextNode
 from llama_index.vector_stores.postgres import PGVectorStore
-from sqlalchemy import create_engine
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import ScopeDirectory
@@ -294,3 +294,27 @@ class PostgresStore(Store):
 
 def _config(reader: ScopeDirectory) -> RunnableConfig:
     return {"configurable": {"aizk_reader": reader}}
+
+
+SCOPED = '"aizk_scopes"'
+"""What every scoped query reads, and no other statement names: the row's scope ids column."""
+
+
+@contextmanager
+def scoped_queries(statements: list[str] | None = None) -> Iterator[list[int]]:
+    """The rows each scoped query returned, on any engine (an async one's sync core too), and
+    each such statement's SQL in `statements` when given. A listener on SQLAlchemy's `Engine`
+    for the length of the block: a test's or a bench's own probe, never the library's."""
+    returned: list[int] = []
+
+    def after(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if SCOPED in statement:
+            returned.append(cursor.rowcount)
+            if statements is not None:
+                statements.append(statement)
+
+    event.listen(Engine, "after_cursor_execute", after)
+    try:
+        yield returned
+    finally:
+        event.remove(Engine, "after_cursor_execute", after)

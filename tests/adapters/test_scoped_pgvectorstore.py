@@ -18,7 +18,6 @@ import asyncio
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -26,7 +25,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 from langchain_postgres import Column, ColumnDict, PGEngine, PGVectorStore
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import create_engine, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations.langchain import (
@@ -35,7 +34,7 @@ from aizk_integrations.langchain import (
     AizkScopedRetriever,
     postgres_setup,
 )
-from tests.adapters.postgres_stores import app_database, document_id
+from tests.adapters.postgres_stores import app_database, document_id, scoped_queries
 from tests.adapters.stores import WordEmbeddings
 from tests.adapters.word_embedding import word_vector
 from tests.postgres import Server
@@ -218,22 +217,6 @@ def test_on_a_pool_of_4_connections_200_concurrent_requests_each_see_only_their_
     got = answers(database, layout, path, asks, concurrent=True, pool_size=4, max_overflow=0)
     want = [[] if r is None else list(best_of_own(database, layout, r, q)) for r, q in asks]
     assert got == want
-
-
-@contextmanager
-def scoped_queries() -> Iterator[list[int]]:
-    """The rows each scoped query returned, on any engine (an async one's sync core too)."""
-    returned: list[int] = []
-
-    def after(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if '"aizk_scopes"' in statement:
-            returned.append(cursor.rowcount)
-
-    event.listen(Engine, "after_cursor_execute", after)
-    try:
-        yield returned
-    finally:
-        event.remove(Engine, "after_cursor_execute", after)
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -33,7 +33,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.schema import NodeWithScore
 from llama_index.vector_stores.postgres import PGVectorStore
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from aizk_integrations import ScopeDirectory
@@ -61,6 +61,7 @@ from tests.adapters.postgres_stores import (
     ingest_pgvector,
     ingest_pgvectorstore,
     owner_pgvectorstore,
+    scoped_queries,
     secure,
 )
 from tests.adapters.stores import WordEmbeddings
@@ -336,30 +337,10 @@ def test_each_readers_block_is_the_block_a_table_of_only_their_rows_gives(
 # -- one query per request ---------------------------------------------------------------------
 
 
-CHECKED = '"aizk_scopes"'
-"""What every scoped query's SQL holds, whichever condition it carries: the row's scopes."""
 GUARDED = '"aizk_scopes"[1] IN (SELECT reader_id'
 """What a scoped query's SQL holds when it checks each row exactly (`WITHIN_READER`)."""
 LOOKED_UP = "'{\"\"}'::text[]) &&"
 """What a scoped query's SQL holds when it looks the reader's rows up itself (`INDEX_LOOKUP`)."""
-
-
-@contextmanager
-def scoped_queries(statements: list[str] | None = None) -> Iterator[list[int]]:
-    """The rows each scoped query returned, on any engine (and its SQL, into `statements`)."""
-    returned: list[int] = []
-
-    def after(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if CHECKED in statement:
-            returned.append(cursor.rowcount)
-            if statements is not None:
-                statements.append(statement)
-
-    event.listen(Engine, "after_cursor_execute", after)
-    try:
-        yield returned
-    finally:
-        event.remove(Engine, "after_cursor_execute", after)
 
 
 @pytest.mark.parametrize("path", PATHS)
